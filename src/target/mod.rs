@@ -1,0 +1,281 @@
+//! The VFS-like surface every workload sees.
+//!
+//! A workload engine (fs_mark loop, fio job, sync probe) calls only this trait, so the same
+//! engine code runs against a real kernel filesystem ([`host::HostTarget`]) and against labfs
+//! (`LabTarget`). That is what makes a labfs-vs-kernel comparison honest: the only thing that
+//! changes between the two runs is the implementation behind these calls.
+//!
+//! The calls mirror the POSIX system calls they stand for, errno included: a workload that
+//! must tolerate `EEXIST` from `mkdir` (fs_mark does) matches on [`Errno::EEXIST`] whatever the
+//! target. Paths are absolute or relative paths in the target's namespace; for labfs that is
+//! the filesystem's own tree (`/bench/00/...`), for the host it is the real one.
+
+pub mod host;
+
+use std::fmt;
+use std::path::Path;
+
+pub use nix::errno::Errno;
+
+/// Result of a target call.
+pub type Result<T> = std::result::Result<T, TargetError>;
+
+/// A failed target call: the errno a kernel would return, plus optional detail.
+///
+/// The detail carries what an errno cannot say, e.g. labfs's typed CRC error naming the
+/// structure and block ("inode 131 CRC mismatch at block 17: expected 0x..., found 0x...").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetError {
+    /// The errno a kernel would have returned for this failure.
+    pub errno: Errno,
+    /// Extra words from the target, shown after the errno text.
+    pub detail: Option<String>,
+}
+
+impl TargetError {
+    /// An error that is just an errno.
+    pub fn errno(errno: Errno) -> Self {
+        TargetError {
+            errno,
+            detail: None,
+        }
+    }
+
+    /// An errno plus words saying what went wrong.
+    pub fn with_detail(errno: Errno, detail: impl Into<String>) -> Self {
+        TargetError {
+            errno,
+            detail: Some(detail.into()),
+        }
+    }
+}
+
+impl From<Errno> for TargetError {
+    fn from(errno: Errno) -> Self {
+        TargetError::errno(errno)
+    }
+}
+
+impl fmt::Display for TargetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.detail {
+            Some(d) => write!(f, "{} ({d})", self.errno.desc()),
+            None => f.write_str(self.errno.desc()),
+        }
+    }
+}
+
+impl std::error::Error for TargetError {}
+
+/// An open file on a target. Opaque: only the target that issued it knows what it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fd(pub u64);
+
+/// How a file is opened; the subset of `open(2)` flags workloads use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OpenFlags {
+    /// O_RDONLY / O_WRONLY / O_RDWR.
+    pub access: Access,
+    /// O_CREAT.
+    pub create: bool,
+    /// O_EXCL (with `create`).
+    pub exclusive: bool,
+    /// O_TRUNC.
+    pub truncate: bool,
+    /// O_APPEND.
+    pub append: bool,
+    /// O_DIRECT: bypass the page cache.
+    pub direct: bool,
+    /// O_SYNC / O_DSYNC.
+    pub sync: SyncMode,
+}
+
+/// Access mode of an open file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Access {
+    /// O_RDONLY.
+    #[default]
+    Read,
+    /// O_WRONLY.
+    Write,
+    /// O_RDWR.
+    ReadWrite,
+}
+
+/// Synchronous-write mode of an open file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SyncMode {
+    /// Ordinary buffered writes.
+    #[default]
+    None,
+    /// O_DSYNC: each write is followed by the equivalent of fdatasync.
+    Data,
+    /// O_SYNC: each write is followed by the equivalent of fsync.
+    Full,
+}
+
+impl OpenFlags {
+    /// O_RDONLY.
+    pub fn read_only() -> Self {
+        OpenFlags::default()
+    }
+
+    /// O_CREAT|O_RDWR|O_TRUNC, the flags fs_mark creates its files with.
+    pub fn create_truncate() -> Self {
+        OpenFlags {
+            access: Access::ReadWrite,
+            create: true,
+            truncate: true,
+            ..OpenFlags::default()
+        }
+    }
+
+    /// Whether writes are allowed through this open.
+    pub fn writable(&self) -> bool {
+        !matches!(self.access, Access::Read)
+    }
+
+    /// Whether reads are allowed through this open.
+    pub fn readable(&self) -> bool {
+        !matches!(self.access, Access::Write)
+    }
+}
+
+/// Kind of a directory entry or inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FileKind {
+    /// Regular file.
+    File,
+    /// Directory.
+    Dir,
+    /// Symbolic link.
+    Symlink,
+    /// Anything else (device, fifo, socket).
+    Other,
+}
+
+/// What `stat(2)` returns, in the units the kernel uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStat {
+    /// Inode number.
+    pub ino: u64,
+    /// Kind of file.
+    pub kind: FileKind,
+    /// Permission bits and type, as st_mode.
+    pub mode: u32,
+    /// Link count.
+    pub nlink: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// Space used, in 512-byte units (st_blocks).
+    pub blocks: u64,
+    /// Preferred I/O size (st_blksize).
+    pub blksize: u32,
+    /// Last access, nanoseconds since the epoch.
+    pub atime_ns: i64,
+    /// Last data change, nanoseconds since the epoch.
+    pub mtime_ns: i64,
+    /// Last inode change, nanoseconds since the epoch.
+    pub ctime_ns: i64,
+}
+
+/// What `statfs(2)` returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsStat {
+    /// Block size of the counts below (f_bsize).
+    pub bsize: u64,
+    /// Total blocks (f_blocks).
+    pub blocks: u64,
+    /// Free blocks (f_bfree).
+    pub bfree: u64,
+    /// Free blocks available to unprivileged users (f_bavail).
+    pub bavail: u64,
+    /// Total inodes (f_files).
+    pub files: u64,
+    /// Free inodes (f_ffree).
+    pub ffree: u64,
+    /// Longest name (f_namelen).
+    pub namelen: u64,
+}
+
+/// One directory entry as readdir returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    /// Entry name (bytes; need not be UTF-8).
+    pub name: Vec<u8>,
+    /// Inode number.
+    pub ino: u64,
+    /// Kind, when the filesystem records it (ftype).
+    pub kind: FileKind,
+}
+
+/// `fallocate(2)` modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FallocMode {
+    /// Allocate and extend the size (mode 0).
+    #[default]
+    Allocate,
+    /// Allocate without changing the size (FALLOC_FL_KEEP_SIZE).
+    KeepSize,
+    /// Deallocate a range, keeping the size (FALLOC_FL_PUNCH_HOLE|FALLOC_FL_KEEP_SIZE).
+    PunchHole,
+    /// Zero a range (FALLOC_FL_ZERO_RANGE).
+    ZeroRange,
+}
+
+/// The VFS-like surface a workload runs against.
+///
+/// Every method may be called from many threads at once. Methods mirror the system call of
+/// the same name; `Fd`s are valid only on the target that issued them.
+pub trait Target: Send + Sync {
+    /// One line naming the backend, device and options, for report headers.
+    fn describe(&self) -> String;
+    /// mkdir(2).
+    fn mkdir(&self, path: &Path, mode: u32) -> Result<()>;
+    /// rmdir(2).
+    fn rmdir(&self, path: &Path) -> Result<()>;
+    /// open(2); `mode` applies when the file is created.
+    fn open(&self, path: &Path, flags: OpenFlags, mode: u32) -> Result<Fd>;
+    /// close(2).
+    fn close(&self, fd: Fd) -> Result<()>;
+    /// write(2) at the file offset, advancing it.
+    fn write(&self, fd: Fd, buf: &[u8]) -> Result<usize>;
+    /// pwrite(2).
+    fn pwrite(&self, fd: Fd, buf: &[u8], offset: u64) -> Result<usize>;
+    /// read(2) at the file offset, advancing it.
+    fn read(&self, fd: Fd, buf: &mut [u8]) -> Result<usize>;
+    /// pread(2).
+    fn pread(&self, fd: Fd, buf: &mut [u8], offset: u64) -> Result<usize>;
+    /// fsync(2).
+    fn fsync(&self, fd: Fd) -> Result<()>;
+    /// fdatasync(2).
+    fn fdatasync(&self, fd: Fd) -> Result<()>;
+    /// fstat(2).
+    fn fstat(&self, fd: Fd) -> Result<FileStat>;
+    /// ftruncate(2).
+    fn ftruncate(&self, fd: Fd, len: u64) -> Result<()>;
+    /// fallocate(2).
+    fn fallocate(&self, fd: Fd, mode: FallocMode, offset: u64, len: u64) -> Result<()>;
+    /// unlink(2).
+    fn unlink(&self, path: &Path) -> Result<()>;
+    /// rename(2).
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// link(2).
+    fn link(&self, existing: &Path, new: &Path) -> Result<()>;
+    /// All entries of a directory except `.` and `..`, in the filesystem's order.
+    fn readdir(&self, path: &Path) -> Result<Vec<DirEntry>>;
+    /// stat(2).
+    fn stat(&self, path: &Path) -> Result<FileStat>;
+    /// truncate(2).
+    fn truncate(&self, path: &Path, len: u64) -> Result<()>;
+    /// statfs(2) of the filesystem holding `path`.
+    fn statfs(&self, path: &Path) -> Result<FsStat>;
+    /// sync(2): every filesystem the target can reach.
+    fn sync(&self) -> Result<()>;
+    /// syncfs(2) of the filesystem holding `path`.
+    fn syncfs(&self, path: &Path) -> Result<()>;
+}
