@@ -10,7 +10,10 @@
 //! Multi-byte integers are big-endian on disk, as in XFS, except CRCs, which are stored
 //! little-endian (XFS's `xfs_end_cksum`). All encoding goes through [`endian`].
 
+pub mod ag;
+pub mod dinode;
 pub mod endian;
+pub mod sb;
 
 use std::fmt;
 

@@ -1,0 +1,510 @@
+//! The metadata buffer cache: every metadata block labfs reads or writes passes through here.
+//!
+//! A buffer is one metadata object's home location (a 512-byte AG header sector or a 4 KiB
+//! block) with its bytes in memory. Its mutex is the buffer lock (XFS's `b_sema`): a
+//! transaction that reads a buffer holds it locked until commit, which is what serialises
+//! every change to an AG's free space (the AGF buffer), its inodes (the AGI buffer) and each
+//! tree block.
+//!
+//! - **Read**: a miss reads the block from the device and verifies it (CRC over the bytes the
+//!   kind's CRC covers, then the magic). A verify failure is a typed [`FsError::Crc`] /
+//!   [`FsError::Corrupt`] naming the structure and address; the buffer stays invalid, so the
+//!   next reader gets the same error and other objects are unaffected.
+//! - **Write-back**: committed changes leave buffers *dirty* on the delayed-write list. Flushing
+//!   one recomputes its CRC (through the mount's [`Cksum`], single or split) and writes it
+//!   home; the caller flushes the device afterwards. Writes go out in address order.
+//! - **Memory**: clean buffers that nobody holds are dropped when the cache grows past its
+//!   limit, so millions of inode-cluster and directory blocks need not stay resident.
+//!
+//! Part 2 (the journal) adds pinning here: a buffer whose newest change is not yet on the log
+//! may not be written home.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::{Mutex, RawMutex, lock_api::ArcMutexGuard};
+
+use crate::fs::cksum::Cksum;
+use crate::fs::dev::BlockDev;
+use crate::fs::error::{FsError, FsResult};
+use crate::fs::format::endian::{get_u16, get_u32};
+use crate::fs::format::{BlockKind, Daddr, INODE_SIZE, Magic};
+use crate::fs::stats::{MountStats, Stat};
+
+/// A cached buffer and its lock.
+pub type BufLock = Mutex<BufData>;
+/// A buffer held locked, e.g. by a transaction.
+pub type BufGuard = ArcMutexGuard<RawMutex, BufData>;
+
+/// The contents and state of one buffer (accessed under its lock).
+#[derive(Debug)]
+pub struct BufData {
+    daddr: Daddr,
+    kind: BlockKind,
+    bytes: Box<[u8]>,
+    /// The bytes hold the block's current contents (read and verified, or initialised).
+    valid: bool,
+    /// Changed since last written home.
+    dirty: bool,
+}
+
+impl BufData {
+    /// Device address.
+    pub fn daddr(&self) -> Daddr {
+        self.daddr
+    }
+
+    /// What structure the buffer holds.
+    pub fn kind(&self) -> BlockKind {
+        self.kind
+    }
+
+    /// The block's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The block's bytes, writable. The caller is responsible for marking it dirty (through a
+    /// transaction or [`BufCache::mark_dirty`]).
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes
+    }
+
+    /// Whether the buffer has changes not yet written home.
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+}
+
+/// How a buffer is obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GetMode {
+    /// Read and verify from the device unless cached.
+    Read,
+    /// A block being initialised: zero it instead of reading (XFS's `xfs_trans_get_buf`).
+    New,
+}
+
+const SHARDS: usize = 64;
+
+/// The per-mount metadata buffer cache.
+pub struct BufCache {
+    dev: Arc<dyn BlockDev>,
+    cksum: Cksum,
+    uuid: [u8; 16],
+    stats: Arc<MountStats>,
+    shards: Box<[Mutex<HashMap<u64, Arc<BufLock>>>]>,
+    dirty: Mutex<BTreeMap<u64, Arc<BufLock>>>,
+    cached_bytes: AtomicU64,
+    limit_bytes: u64,
+}
+
+impl std::fmt::Debug for BufCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufCache")
+            .field("cached_bytes", &self.cached_bytes.load(Ordering::Relaxed))
+            .field("limit_bytes", &self.limit_bytes)
+            .finish()
+    }
+}
+
+impl BufCache {
+    /// A cache over `dev` holding at most about `limit_bytes` of clean buffers.
+    pub fn new(
+        dev: Arc<dyn BlockDev>,
+        cksum: Cksum,
+        uuid: [u8; 16],
+        stats: Arc<MountStats>,
+        limit_bytes: u64,
+    ) -> BufCache {
+        BufCache {
+            dev,
+            cksum,
+            uuid,
+            stats,
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            dirty: Mutex::new(BTreeMap::new()),
+            cached_bytes: AtomicU64::new(0),
+            limit_bytes,
+        }
+    }
+
+    /// The device under the cache.
+    pub fn dev(&self) -> &Arc<dyn BlockDev> {
+        &self.dev
+    }
+
+    /// The mount's checksum configuration.
+    pub fn cksum(&self) -> Cksum {
+        self.cksum
+    }
+
+    /// The filesystem UUID.
+    pub fn uuid(&self) -> [u8; 16] {
+        self.uuid
+    }
+
+    fn shard(&self, daddr: Daddr) -> &Mutex<HashMap<u64, Arc<BufLock>>> {
+        // Blocks are 8 sectors apart; mix so neighbours land in different shards.
+        let h = (daddr.0 >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58;
+        &self.shards[h as usize % SHARDS]
+    }
+
+    /// Look up or create the cache entry for a buffer, without locking it.
+    fn entry(&self, daddr: Daddr, kind: BlockKind, len: usize) -> Arc<BufLock> {
+        self.stats.inc(Stat::BufGet);
+        let mut shard = self.shard(daddr).lock();
+        if let Some(b) = shard.get(&daddr.0) {
+            return Arc::clone(b);
+        }
+        self.stats.inc(Stat::BufCreate);
+        let b = Arc::new(Mutex::new(BufData {
+            daddr,
+            kind,
+            bytes: vec![0u8; len].into_boxed_slice(),
+            valid: false,
+            dirty: false,
+        }));
+        shard.insert(daddr.0, Arc::clone(&b));
+        drop(shard);
+        let total = self.cached_bytes.fetch_add(len as u64, Ordering::Relaxed) + len as u64;
+        if total > self.limit_bytes {
+            self.shrink();
+        }
+        b
+    }
+
+    /// Get a buffer locked: `len` bytes of structure `kind` at `daddr`.
+    pub fn get(
+        &self,
+        daddr: Daddr,
+        kind: BlockKind,
+        len: usize,
+        mode: GetMode,
+    ) -> FsResult<BufGuard> {
+        let b = self.entry(daddr, kind, len);
+        let mut g = match b.try_lock_arc() {
+            Some(g) => {
+                self.stats.inc(Stat::BufGetLocked);
+                g
+            }
+            None => {
+                self.stats.inc(Stat::BufGetLockedWaited);
+                b.lock_arc()
+            }
+        };
+        if g.bytes.len() != len || (g.valid && g.kind != kind) {
+            return Err(FsError::Corrupt {
+                kind,
+                daddr: daddr.0,
+                what: format!("block is cached as {} of {} bytes", g.kind, g.bytes.len()),
+            });
+        }
+        if !g.valid {
+            match mode {
+                GetMode::Read => {
+                    self.stats.inc(Stat::BufMissLocked);
+                    self.stats.inc(Stat::BufGetRead);
+                    self.dev.read_at(&mut g.bytes, daddr.bytes()).map_err(|e| {
+                        FsError::Io(format!("reading {kind} at daddr {daddr}: {e}"))
+                    })?;
+                    self.verify(kind, daddr, &g.bytes)?;
+                }
+                GetMode::New => g.bytes.fill(0),
+            }
+            g.kind = kind;
+            g.valid = true;
+        } else if mode == GetMode::New {
+            g.bytes.fill(0);
+            g.kind = kind;
+        }
+        Ok(g)
+    }
+
+    /// Check a block just read: CRC first (so a torn or stale block reports as a CRC error),
+    /// then the magic number.
+    fn verify(&self, kind: BlockKind, daddr: Daddr, bytes: &[u8]) -> FsResult<()> {
+        let piece = kind.crc_len();
+        for (i, chunk) in bytes.chunks(piece).enumerate() {
+            let at = Daddr(daddr.0 + (i * piece / 512) as u64);
+            if let Err(m) = self.cksum.verify(kind, chunk) {
+                return Err(FsError::Crc {
+                    kind,
+                    daddr: at.0,
+                    expected: m.expected,
+                    found: m.found,
+                });
+            }
+            let ok = match kind.magic() {
+                Magic::U32(v) => get_u32(chunk, 0) == v,
+                Magic::U16 { offset, value } => get_u16(chunk, offset) == value,
+            };
+            if !ok {
+                return Err(FsError::Corrupt {
+                    kind,
+                    daddr: at.0,
+                    what: "bad magic number".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Put a locked buffer on the delayed-write list.
+    pub fn mark_dirty(&self, g: &mut BufGuard) {
+        if !g.dirty {
+            g.dirty = true;
+            let b = ArcMutexGuard::mutex(g);
+            self.dirty.lock().insert(g.daddr.0, Arc::clone(b));
+        }
+    }
+
+    /// Forget a buffer whose block was freed: its contents must never be written home.
+    /// (XFS's `xfs_trans_binval`.) The caller holds it locked.
+    pub fn invalidate(&self, g: &mut BufGuard) {
+        let daddr = g.daddr;
+        if g.dirty {
+            g.dirty = false;
+            self.dirty.lock().remove(&daddr.0);
+        }
+        g.valid = false;
+        let mut shard = self.shard(daddr).lock();
+        if let Some(b) = shard.get(&daddr.0) {
+            if Arc::ptr_eq(b, ArcMutexGuard::mutex(g)) {
+                shard.remove(&daddr.0);
+                self.cached_bytes
+                    .fetch_sub(g.bytes.len() as u64, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Write one locked dirty buffer home: checksum it and write it. Clears `dirty`; the
+    /// caller removes it from the list (or calls [`BufCache::flush_all`]).
+    fn write_home(&self, g: &mut BufGuard) -> FsResult<()> {
+        let kind = g.kind;
+        let piece = kind.crc_len();
+        for chunk in g.bytes.chunks_mut(piece) {
+            // Inode clusters carry one CRC per inode; a free slot is still a valid inode.
+            self.cksum.update(kind, chunk);
+        }
+        debug_assert!(kind != BlockKind::Inode || g.bytes.len() % INODE_SIZE == 0);
+        self.dev
+            .write_at(&g.bytes, g.daddr.bytes(), false)
+            .map_err(|e| FsError::Io(format!("writing {kind} at daddr {}: {e}", g.daddr)))?;
+        g.dirty = false;
+        Ok(())
+    }
+
+    /// Write every dirty buffer home, in address order. Does not flush the device.
+    /// Returns how many buffers were written.
+    pub fn flush_all(&self) -> FsResult<usize> {
+        let list = std::mem::take(&mut *self.dirty.lock());
+        let mut written = 0;
+        let mut first_err = None;
+        for (daddr, b) in list {
+            let mut g = b.lock_arc();
+            if !g.dirty {
+                continue;
+            }
+            match self.write_home(&mut g) {
+                Ok(()) => written += 1,
+                Err(e) => {
+                    // Keep it dirty and listed, so a later flush retries it.
+                    self.dirty.lock().insert(daddr, Arc::clone(&b));
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(written),
+        }
+    }
+
+    /// Buffers waiting to be written home.
+    pub fn dirty_count(&self) -> usize {
+        self.dirty.lock().len()
+    }
+
+    /// Bytes of buffers in memory.
+    pub fn cached_bytes(&self) -> u64 {
+        self.cached_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Drop clean, unheld buffers until the cache is under 7/8 of its limit.
+    fn shrink(&self) {
+        let target = self.limit_bytes / 8 * 7;
+        for shard in self.shards.iter() {
+            if self.cached_bytes.load(Ordering::Relaxed) <= target {
+                return;
+            }
+            let mut map = shard.lock();
+            let mut freed = 0u64;
+            map.retain(|_, b| {
+                // Only the map holds it, and nobody has it locked: safe to drop if clean.
+                if Arc::strong_count(b) == 1 {
+                    if let Some(g) = b.try_lock() {
+                        if !g.dirty {
+                            freed += g.bytes.len() as u64;
+                            return false;
+                        }
+                    }
+                }
+                true
+            });
+            self.cached_bytes.fetch_sub(freed, Ordering::Relaxed);
+        }
+    }
+
+    /// Drop every clean, unheld buffer (used at unmount and by tests that must reread).
+    pub fn purge_clean(&self) {
+        for shard in self.shards.iter() {
+            let mut map = shard.lock();
+            let mut freed = 0u64;
+            map.retain(|_, b| {
+                if Arc::strong_count(b) == 1 {
+                    if let Some(g) = b.try_lock() {
+                        if !g.dirty {
+                            freed += g.bytes.len() as u64;
+                            return false;
+                        }
+                    }
+                }
+                true
+            });
+            self.cached_bytes.fetch_sub(freed, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::dev::ShimMem;
+    use crate::fs::format::BLOCK_SIZE;
+    use crate::fs::format::endian::put_u32;
+
+    fn cache(limit: u64) -> BufCache {
+        let dev: Arc<dyn BlockDev> = Arc::new(ShimMem::new(1 << 24));
+        BufCache::new(
+            dev,
+            Cksum::default(),
+            [1; 16],
+            Arc::new(MountStats::new()),
+            limit,
+        )
+    }
+
+    fn bno_block(c: &BufCache, daddr: Daddr) {
+        let mut g = c
+            .get(daddr, BlockKind::BnoBtree, BLOCK_SIZE, GetMode::New)
+            .unwrap();
+        put_u32(g.bytes_mut(), 0, 0x4142_3342);
+        c.mark_dirty(&mut g);
+    }
+
+    #[test]
+    fn written_buffers_read_back_verified_after_purge() {
+        let c = cache(1 << 20);
+        bno_block(&c, Daddr(8));
+        assert_eq!(c.dirty_count(), 1);
+        assert_eq!(c.flush_all().unwrap(), 1);
+        c.purge_clean();
+        assert_eq!(c.cached_bytes(), 0);
+        let g = c
+            .get(Daddr(8), BlockKind::BnoBtree, BLOCK_SIZE, GetMode::Read)
+            .unwrap();
+        assert_eq!(get_u32(g.bytes(), 0), 0x4142_3342);
+    }
+
+    #[test]
+    fn a_flipped_bit_is_a_crc_error_naming_the_block_and_others_still_read() {
+        let c = cache(1 << 20);
+        bno_block(&c, Daddr(8));
+        bno_block(&c, Daddr(16));
+        c.flush_all().unwrap();
+        c.purge_clean();
+        let mut raw = vec![0u8; BLOCK_SIZE];
+        c.dev().read_at(&mut raw, Daddr(8).bytes()).unwrap();
+        raw[100] ^= 0x10;
+        c.dev().write_at(&raw, Daddr(8).bytes(), false).unwrap();
+        let err = c
+            .get(Daddr(8), BlockKind::BnoBtree, BLOCK_SIZE, GetMode::Read)
+            .err()
+            .unwrap();
+        assert!(
+            matches!(
+                err,
+                FsError::Crc {
+                    kind: BlockKind::BnoBtree,
+                    daddr: 8,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // The error repeats (the bad buffer is not cached as valid) and neighbours are fine.
+        assert!(
+            c.get(Daddr(8), BlockKind::BnoBtree, BLOCK_SIZE, GetMode::Read)
+                .is_err()
+        );
+        assert!(
+            c.get(Daddr(16), BlockKind::BnoBtree, BLOCK_SIZE, GetMode::Read)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn wrong_magic_with_good_crc_is_corrupt() {
+        let c = cache(1 << 20);
+        let mut g = c
+            .get(Daddr(8), BlockKind::CntBtree, BLOCK_SIZE, GetMode::New)
+            .unwrap();
+        put_u32(g.bytes_mut(), 0, 0xdead_beef);
+        c.mark_dirty(&mut g);
+        drop(g);
+        c.flush_all().unwrap();
+        c.purge_clean();
+        let err = c
+            .get(Daddr(8), BlockKind::CntBtree, BLOCK_SIZE, GetMode::Read)
+            .err()
+            .unwrap();
+        assert!(matches!(err, FsError::Corrupt { .. }), "{err}");
+    }
+
+    #[test]
+    fn invalidated_buffers_are_never_written() {
+        let c = cache(1 << 20);
+        bno_block(&c, Daddr(8));
+        let mut g = c
+            .get(Daddr(8), BlockKind::BnoBtree, BLOCK_SIZE, GetMode::Read)
+            .unwrap();
+        c.invalidate(&mut g);
+        drop(g);
+        assert_eq!(c.flush_all().unwrap(), 0);
+        assert!(
+            c.get(Daddr(8), BlockKind::BnoBtree, BLOCK_SIZE, GetMode::Read)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn clean_buffers_are_dropped_past_the_limit_dirty_ones_kept() {
+        let c = cache(16 * BLOCK_SIZE as u64);
+        for i in 0..64u64 {
+            bno_block(&c, Daddr(8 * (i + 1)));
+        }
+        assert_eq!(c.dirty_count(), 64);
+        c.flush_all().unwrap();
+        for i in 64..128u64 {
+            bno_block(&c, Daddr(8 * (i + 1)));
+            c.flush_all().unwrap();
+        }
+        assert!(
+            c.cached_bytes() <= 16 * BLOCK_SIZE as u64,
+            "{}",
+            c.cached_bytes()
+        );
+    }
+}
