@@ -4,6 +4,8 @@
 //!
 //! - [`format`]: geometry, block kinds, magics, CRC offsets, endian helpers.
 //! - [`error`]: the typed error every labfs operation returns.
+//! - [`stats`]: XFS-layout statistics (`/proc/fs/xfs/stat`), their decoder and diff.
 
 pub mod error;
 pub mod format;
+pub mod stats;
