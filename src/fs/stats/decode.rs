@@ -397,14 +397,19 @@ fn show_value(v: u64, width: Width, kind: FieldKind, unit: Unit, reading: Readin
 
 fn decode_lines(lines: &[StatLine], reading: Reading) -> String {
     let mut out = String::new();
-    for (i, line) in lines.iter().enumerate() {
-        if i > 0 {
+    // Groups with one row per field stand apart with blank lines; one-line items (all-zero
+    // lines, raw unknown lines) run together so a mostly idle file stays short.
+    let mut after_block = false;
+    for line in lines {
+        let block = line.spec().is_some_and(|_| !collapses(line));
+        if !out.is_empty() && (block || after_block) {
             out.push('\n');
         }
         match line.spec() {
             Some(spec) => decode_known(&mut out, spec, line, reading),
             None => line.push_raw(&mut out),
         }
+        after_block = block;
     }
     let absent: Vec<&str> = current_layout()
         .iter()
@@ -421,9 +426,14 @@ fn decode_lines(lines: &[StatLine], reading: Reading) -> String {
     out
 }
 
+/// Whether a known line prints as one "all N fields 0" line.
+fn collapses(line: &StatLine) -> bool {
+    line.values.len() > 1 && line.values.iter().all(|&v| v == 0)
+}
+
 fn decode_known(out: &mut String, spec: &LineSpec, line: &StatLine, reading: Reading) {
     let name = &line.name;
-    if line.values.len() > 1 && line.values.iter().all(|&v| v == 0) {
+    if collapses(line) {
         let _ = writeln!(
             out,
             "{name} ({}): all {} fields 0",
