@@ -348,7 +348,8 @@ impl Stat {
         locate(self.index())
     }
 
-    /// The short field name the decoder prints, e.g. `log: writes` for [`Stat::LogWrites`].
+    /// The field's table entry: short name (`writes` for [`Stat::LogWrites`]), kernel member,
+    /// meaning.
     pub fn field(self) -> &'static layout::FieldSpec {
         let (line, i) = self.position();
         // `locate` only returns positions inside the line.
