@@ -13,3 +13,4 @@
 pub mod cli;
 pub mod fs;
 pub mod target;
+pub mod trace;
