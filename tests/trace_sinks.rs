@@ -201,7 +201,7 @@ fn ftrace_text_from_eight_threads_parses_back_complete_and_ordered() {
         .map(|(t, (_, tid))| (*tid, t))
         .collect();
     let mut next: Vec<(u64, &str)> = vec![(0, "crc32c"); THREADS];
-    let mut last_ts = vec![0u64; THREADS];
+    let mut last_ts = [0u64; THREADS];
     let mut prev_ts = 0;
     for line in body {
         let l = parse_ftrace_line(line);
@@ -251,7 +251,7 @@ fn json_lines_from_eight_threads_parse_back_with_typed_fields() {
         .enumerate()
         .map(|(t, (_, tid))| (i64::from(*tid), t))
         .collect();
-    let mut next = vec![0u64; THREADS * 2];
+    let mut next = [0u64; THREADS * 2];
     let mut prev_ts = 0.0f64;
     let mut n = 0u64;
     for line in text.lines() {
