@@ -1,6 +1,6 @@
 //! The event catalogue and the functions code calls to fire events.
 //!
-//! Each event is one line in the [`tracepoints!`] invocation below, grouped by class as in the
+//! Each event is one line in the `tracepoints!` invocation below, grouped by class as in the
 //! kernel (`DECLARE_EVENT_CLASS` + `DEFINE_EVENT`): a class gives the subsystem, the typed
 //! fields (which are also the call-site arguments, in order) and the print template; each
 //! event of the class gets

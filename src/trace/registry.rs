@@ -332,18 +332,6 @@ impl EventSet {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-
-    /// Events in either set.
-    pub fn union(&self, other: &EventSet) -> EventSet {
-        EventSet {
-            member: self
-                .member
-                .iter()
-                .zip(&other.member)
-                .map(|(a, b)| *a || *b)
-                .collect(),
-        }
-    }
 }
 
 fn term_matches(pattern: &str, e: &EventDef) -> bool {

@@ -124,6 +124,11 @@ mod tests {
     }
 
     #[test]
+    fn records_stay_within_the_documented_224_bytes() {
+        assert!(std::mem::size_of::<Record>() <= 224);
+    }
+
+    #[test]
     fn ring_storage_never_exceeds_capacity() {
         let mut r = Ring::new(1000);
         for i in 0..5000u32 {

@@ -2,8 +2,8 @@
 //!
 //! [`TraceConfig::start`] validates everything (event spec, histogram specs, ring size, output
 //! path) before it enables a single event, installs the session as the process's one active
-//! session and sets the events' flags. From then on each fired event reaches [`emit`], which
-//! files it in the calling thread's own [`ThreadBuf`]:
+//! session and sets the events' flags. From then on each fired event reaches `emit`, which
+//! files it in the calling thread's own `ThreadBuf`:
 //!
 //! - into the thread's ring, if the event was selected for text/JSON output (overwriting the
 //!   oldest record when the ring is full, like ftrace's default overwrite mode);
@@ -28,8 +28,8 @@
 //! exact however small the rings are. Records are never torn: each is a fixed-size `Copy`
 //! value written and read under its ring's lock, and output lines are rendered at the end.
 //!
-//! Memory: a ring grows only as its thread fires (a record is about 220 bytes), so the bound
-//! is `threads that fired x min(events fired, ring_entries_per_thread) x 220` bytes.
+//! Memory: a ring grows only as its thread fires (a record is at most 224 bytes), so the bound
+//! is `threads that fired x min(events fired, ring_entries_per_thread) x 224` bytes.
 //!
 //! # One session per process
 //!
@@ -67,16 +67,21 @@ use super::registry::{EventDef, EventSet, MAX_FIELDS, Value, find, list};
 use super::ring::{Record, Ring, TaskInfo};
 use super::sys;
 
-/// Default ring size per thread (records).
+/// Default ring size per thread, in records: at most about 1.7 MiB per firing thread
+/// (records are at most 224 bytes), near the kernel's default 1.4 MiB per-CPU buffer.
 pub const DEFAULT_RING_ENTRIES: usize = 8192;
 
 /// Output format of the event records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TraceFormat {
-    /// The text layout of `/sys/kernel/tracing/trace`.
+    /// The text layout of `/sys/kernel/tracing/trace`: the 12-line header (with
+    /// `entries-in-buffer/entries-written` and `#P:`), then
+    /// `%16s-%-7d [%03d] ..... %5lu.%06lu: event: fields` per record.
     #[default]
     Ftrace,
-    /// One JSON object per line.
+    /// One JSON object per line: `{"ts":S.NNNNNNNNN,"task":"..","pid":N,"cpu":N,
+    /// "event":"..","fields":{..}}`, `ts` in seconds of `CLOCK_MONOTONIC`; fields typed
+    /// (integers as numbers, strings as strings, devices as `{"major":M,"minor":m}`).
     Json,
 }
 
