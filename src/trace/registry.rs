@@ -1,0 +1,475 @@
+//! The static tracepoint registry: what an event is, what its fields hold, and how a user's
+//! `--trace` list selects events.
+//!
+//! Every event is a `static` [`EventDef`] declared once in [`super::events`]; the registry is
+//! the array of them, fixed at compile time, so looking an event up never allocates and the
+//! enabled flag a call site tests is a plain static atomic.
+//!
+//! Selection ([`EventSet::parse`]) takes a comma list of terms, applied left to right:
+//! `name`, a glob (`xfs_ail_*`, `*writeback*`, `?` matches one character), `subsystem:glob`
+//! (`xfs:*`), `all`, and `!term` to take matches out again (`xfs_ail_*,!xfs_ail_delete`).
+//! A term that matches no event is an error naming it: a typo must not silently trace nothing.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::{Dev, TraceError, events};
+
+/// Most fields an event can carry (the ring stores values inline, without allocation).
+pub const MAX_FIELDS: usize = 8;
+
+/// The type of an event field, which decides how it prints and whether it can key a histogram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FieldKind {
+    /// A block device number, `major:minor`.
+    Dev,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Unsigned 64-bit integer.
+    U64,
+    /// Signed 32-bit integer.
+    I32,
+    /// A static string (symbolic names: states, flags, structure kinds, callers).
+    Str,
+}
+
+impl FieldKind {
+    /// The name used in listings and JSON schemas: `dev`, `u32`, `u64`, `i32`, `str`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FieldKind::Dev => "dev",
+            FieldKind::U32 => "u32",
+            FieldKind::U64 => "u64",
+            FieldKind::I32 => "i32",
+            FieldKind::Str => "str",
+        }
+    }
+
+    /// True for unsigned integers, the fields an ilog2 histogram can be keyed by.
+    pub fn is_unsigned(self) -> bool {
+        matches!(self, FieldKind::U32 | FieldKind::U64)
+    }
+}
+
+/// One field of an event: its name and type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldDef {
+    /// Field name, as it appears in JSON output and histogram specs.
+    pub name: &'static str,
+    /// Field type.
+    pub kind: FieldKind,
+}
+
+/// A field value as recorded. Strings are `'static`, so a record never owns heap memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Value {
+    /// A device number.
+    Dev(Dev),
+    /// Any unsigned integer (u32 fields widen).
+    U64(u64),
+    /// Any signed integer (i32 fields widen).
+    I64(i64),
+    /// A static string.
+    Str(&'static str),
+}
+
+impl Value {
+    /// Filler for unused slots of a record.
+    pub(crate) const EMPTY: Value = Value::U64(0);
+
+    /// The unsigned value, if this is one.
+    pub fn as_u64(self) -> Option<u64> {
+        match self {
+            Value::U64(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Dev(d) => write!(f, "{d}"),
+            Value::U64(v) => write!(f, "{v}"),
+            Value::I64(v) => write!(f, "{v}"),
+            Value::Str(s) => f.write_str(s),
+        }
+    }
+}
+
+impl From<Dev> for Value {
+    fn from(d: Dev) -> Self {
+        Value::Dev(d)
+    }
+}
+
+impl From<u64> for Value {
+    fn from(v: u64) -> Self {
+        Value::U64(v)
+    }
+}
+
+impl From<u32> for Value {
+    fn from(v: u32) -> Self {
+        Value::U64(u64::from(v))
+    }
+}
+
+impl From<i32> for Value {
+    fn from(v: i32) -> Self {
+        Value::I64(i64::from(v))
+    }
+}
+
+impl From<&'static str> for Value {
+    fn from(s: &'static str) -> Self {
+        Value::Str(s)
+    }
+}
+
+/// A declared event: name, subsystem, class, typed fields, print format and enabled flag.
+///
+/// The print format is the kernel's `TP_printk` written as a template: `{field}` prints a
+/// field plainly, `{field:spec}` with a spec: `x` (hex digits), `o` (octal digits), `p`
+/// (`0x` and 16 hex digits, a pointer), `lsn` (`cycle/block` of an XFS LSN, both signed
+/// 32-bit like `%d/%d`), and for devices `comma` (`major,minor` as the writeback events print
+/// it). Literal text, such as the `0x` before a hex LSN, is part of the template.
+#[derive(Debug)]
+pub struct EventDef {
+    pub(crate) id: u16,
+    pub(crate) name: &'static str,
+    pub(crate) subsystem: &'static str,
+    pub(crate) class: &'static str,
+    pub(crate) fields: &'static [FieldDef],
+    pub(crate) format: &'static str,
+    pub(crate) enabled: AtomicBool,
+}
+
+impl EventDef {
+    /// Position in [`list`], stable for one build.
+    pub fn id(&self) -> usize {
+        usize::from(self.id)
+    }
+
+    /// Event name, e.g. `xfs_ail_push`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Subsystem (the kernel's trace system), e.g. `xfs`, `writeback`, `fslab`.
+    pub fn subsystem(&self) -> &'static str {
+        self.subsystem
+    }
+
+    /// The event class it belongs to (events of one class share fields and format).
+    pub fn class(&self) -> &'static str {
+        self.class
+    }
+
+    /// The typed fields, in call-site argument order.
+    pub fn fields(&self) -> &'static [FieldDef] {
+        self.fields
+    }
+
+    /// The print template (see the type's docs for the syntax).
+    pub fn format(&self) -> &'static str {
+        self.format
+    }
+
+    /// Whether the event fires now (a session has it enabled).
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// Index of the field called `name`.
+    pub fn field_index(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|f| f.name == name)
+    }
+
+    pub(crate) fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// Check the print template: every placeholder names a field of this event and uses a
+    /// spec valid for the field's type, and braces balance.
+    pub fn check_format(&self) -> Result<(), String> {
+        let mut rest = self.format;
+        while let Some(open) = rest.find('{') {
+            let after = &rest[open + 1..];
+            let close = after
+                .find('}')
+                .ok_or_else(|| format!("{}: unclosed '{{' in format", self.name))?;
+            let placeholder = &after[..close];
+            let (field, spec) = placeholder.split_once(':').unwrap_or((placeholder, ""));
+            let def = self
+                .fields
+                .iter()
+                .find(|f| f.name == field)
+                .ok_or_else(|| format!("{}: format names unknown field '{field}'", self.name))?;
+            let ok = match def.kind {
+                FieldKind::Dev => matches!(spec, "" | "comma"),
+                FieldKind::U32 | FieldKind::U64 => matches!(spec, "" | "x" | "o" | "p" | "lsn"),
+                FieldKind::I32 | FieldKind::Str => spec.is_empty(),
+            };
+            if !ok {
+                return Err(format!(
+                    "{}: spec '{spec}' does not apply to {} field '{field}'",
+                    self.name,
+                    def.kind.name()
+                ));
+            }
+            rest = &after[close + 1..];
+        }
+        if rest.contains('}') {
+            return Err(format!("{}: stray '}}' in format", self.name));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for EventDef {
+    /// `subsystem:name (class) field:type ... "format"`, one line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{} ({})", self.subsystem, self.name, self.class)?;
+        for field in self.fields {
+            write!(f, " {}:{}", field.name, field.kind.name())?;
+        }
+        write!(f, " \"{}\"", self.format)
+    }
+}
+
+/// Every declared event, in declaration order.
+pub fn list() -> &'static [&'static EventDef] {
+    events::ALL
+}
+
+/// The event called `name`.
+pub fn find(name: &str) -> Option<&'static EventDef> {
+    list().iter().copied().find(|e| e.name == name)
+}
+
+/// The event list as text, one event per line (for `--trace list`).
+pub fn render_list() -> String {
+    list().iter().map(|e| format!("{e}\n")).collect()
+}
+
+/// A set of events chosen by a `--trace` spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventSet {
+    member: Vec<bool>,
+}
+
+impl Default for EventSet {
+    fn default() -> Self {
+        EventSet::empty()
+    }
+}
+
+impl EventSet {
+    /// No events.
+    pub fn empty() -> Self {
+        EventSet {
+            member: vec![false; list().len()],
+        }
+    }
+
+    /// Every event.
+    pub fn all() -> Self {
+        EventSet {
+            member: vec![true; list().len()],
+        }
+    }
+
+    /// Parse a comma list of names, globs, `subsystem:glob`, `all` and `!term` exclusions
+    /// (module docs). Empty terms are ignored, so `""` selects nothing.
+    pub fn parse(spec: &str) -> Result<Self, TraceError> {
+        let mut set = EventSet::empty();
+        for term in spec.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let (exclude, pattern) = match term.strip_prefix('!') {
+                Some(p) => (true, p.trim()),
+                None => (false, term),
+            };
+            let mut matched = false;
+            for e in list() {
+                if term_matches(pattern, e) {
+                    set.member[e.id()] = !exclude;
+                    matched = true;
+                }
+            }
+            if !matched {
+                return Err(TraceError::NoSuchEvent(term.to_string()));
+            }
+        }
+        Ok(set)
+    }
+
+    /// Add one event.
+    pub fn insert(&mut self, e: &EventDef) {
+        self.member[e.id()] = true;
+    }
+
+    /// Whether `e` is in the set.
+    pub fn contains(&self, e: &EventDef) -> bool {
+        self.member.get(e.id()).copied().unwrap_or(false)
+    }
+
+    /// The events in the set, in declaration order.
+    pub fn iter(&self) -> impl Iterator<Item = &'static EventDef> + '_ {
+        list().iter().copied().filter(|e| self.contains(e))
+    }
+
+    /// Their names.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.iter().map(EventDef::name).collect()
+    }
+
+    /// Number of events in the set.
+    pub fn len(&self) -> usize {
+        self.member.iter().filter(|&&m| m).count()
+    }
+
+    /// True when no event is selected.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn term_matches(pattern: &str, e: &EventDef) -> bool {
+    if pattern == "all" {
+        return true;
+    }
+    match pattern.split_once(':') {
+        Some((subsys, name)) => glob_match(subsys, e.subsystem) && glob_match(name, e.name),
+        None => glob_match(pattern, e.name),
+    }
+}
+
+/// Shell-style match of `text` against `pattern` (`*` any run, `?` one character).
+///
+/// Iterative with one backtrack point, the classic linear-time wildcard algorithm.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_handles_stars_and_question_marks() {
+        assert!(glob_match("xfs_ail_*", "xfs_ail_push"));
+        assert!(glob_match("*writeback*", "sb_mark_inode_writeback"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("xfs_ail_p?sh", "xfs_ail_push"));
+        assert!(glob_match("*_*_*", "xfs_ail_push"));
+        assert!(!glob_match("xfs_ail_*", "xfs_log_force"));
+        assert!(!glob_match("xfs_ail_p?sh", "xfs_ail_pinned"));
+        assert!(!glob_match("crc32c", "crc32c_x"));
+        assert!(!glob_match("*a", "bbb"));
+    }
+
+    #[test]
+    fn ail_glob_selects_exactly_the_ail_events() {
+        let set = EventSet::parse("xfs_ail_*").expect("valid spec");
+        assert_eq!(
+            set.names(),
+            vec![
+                "xfs_ail_push",
+                "xfs_ail_pinned",
+                "xfs_ail_locked",
+                "xfs_ail_flushing",
+                "xfs_ail_insert",
+                "xfs_ail_move",
+                "xfs_ail_delete",
+            ]
+        );
+    }
+
+    #[test]
+    fn writeback_glob_and_subsystem_prefix_agree() {
+        let by_glob = EventSet::parse("*writeback*").expect("valid");
+        let by_subsys = EventSet::parse("writeback:*").expect("valid");
+        assert_eq!(
+            by_glob.names(),
+            vec!["sb_mark_inode_writeback", "sb_clear_inode_writeback"]
+        );
+        assert_eq!(by_glob, by_subsys);
+    }
+
+    #[test]
+    fn all_then_exclusions_apply_left_to_right() {
+        let set = EventSet::parse("all, !xlog_iclog_*, !writeback:*").expect("valid");
+        assert_eq!(set.len(), list().len() - 15 - 2);
+        assert!(set.contains(find("crc32c").expect("declared")));
+        assert!(!set.contains(find("xlog_iclog_sync").expect("declared")));
+        // A later positive term re-adds.
+        let set = EventSet::parse("!crc32c,crc32c").expect("valid");
+        assert_eq!(set.names(), vec!["crc32c"]);
+        assert!(EventSet::parse(" , ").expect("valid").is_empty());
+    }
+
+    #[test]
+    fn a_term_matching_nothing_is_an_error_naming_it() {
+        let err = EventSet::parse("xfs_log_force,xfs_ail_pushh").expect_err("typo");
+        assert!(matches!(&err, TraceError::NoSuchEvent(t) if t == "xfs_ail_pushh"));
+        assert!(err.to_string().contains("'xfs_ail_pushh'"));
+        let err = EventSet::parse("!nope*").expect_err("exclusion typo");
+        assert!(matches!(&err, TraceError::NoSuchEvent(t) if t == "!nope*"));
+        assert!(EventSet::parse("ext4:*").is_err());
+    }
+
+    #[test]
+    fn every_declared_format_is_valid() {
+        for e in list() {
+            assert_eq!(e.check_format(), Ok(()), "{e}");
+            assert!(e.fields().len() <= MAX_FIELDS, "{e}");
+        }
+        // The checker does catch mistakes.
+        let bad = EventDef {
+            id: 0,
+            name: "bad",
+            subsystem: "t",
+            class: "t",
+            fields: &[FieldDef {
+                name: "x",
+                kind: FieldKind::Str,
+            }],
+            format: "x {x:lsn} {y}",
+            enabled: AtomicBool::new(false),
+        };
+        assert!(bad.check_format().is_err());
+    }
+
+    #[test]
+    fn ids_are_positions_and_names_are_unique() {
+        for (i, e) in list().iter().enumerate() {
+            assert_eq!(e.id(), i);
+            assert_eq!(find(e.name()).map(EventDef::id), Some(i));
+        }
+        let listing = render_list();
+        assert_eq!(listing.lines().count(), list().len());
+        assert!(listing.contains(
+            "xfs:xfs_log_force (xfs_log_force_class) dev:dev lsn:u64 caller:str \
+             \"dev {dev} lsn 0x{lsn:x} caller {caller}\""
+        ));
+    }
+}

@@ -1,0 +1,864 @@
+//! A trace session: which events fire, where their records go, and what comes out at the end.
+//!
+//! [`TraceConfig::start`] validates everything (event spec, histogram specs, ring size, output
+//! path) before it enables a single event, installs the session as the process's one active
+//! session and sets the events' flags. From then on each fired event reaches `emit`, which
+//! files it in the calling thread's own `ThreadBuf`:
+//!
+//! - into the thread's ring, if the event was selected for text/JSON output (overwriting the
+//!   oldest record when the ring is full, like ftrace's default overwrite mode);
+//! - into the thread's per-event count (every enabled event);
+//! - into the thread's histograms, for each [`HistSpec`] naming the event.
+//!
+//! [`Session::finish`] clears the flags, closes every thread buffer, merges the rings by
+//! timestamp into the output (ftrace text or JSON lines), and sums counts and histograms.
+//! [`Session::snapshot`] writes what the rings hold now without consuming it (like reading
+//! `trace`); [`Session::drain`] writes and removes it (like reading `trace_pipe`).
+//!
+//! # Why per-thread rings and not a channel
+//!
+//! A channel to a writer thread has one shared queue that every firing thread contends on,
+//! and it is either unbounded (memory grows with a slow writer) or bounded (firing threads
+//! block, changing the timing being measured, or drop events). A per-thread ring is touched by
+//! its own thread only, so its lock is uncontended except for the moment a drain reads it; its
+//! memory is bounded by `ring_entries_per_thread` records; nothing ever blocks on I/O while
+//! tracing; and per-thread order is free. What it loses when full is the oldest records, and
+//! it says so: `entries-written` minus `entries-in-buffer` is exactly what was overwritten,
+//! as in the kernel. Counts and histograms do not go through the rings at all, so they stay
+//! exact however small the rings are. Records are never torn: each is a fixed-size `Copy`
+//! value written and read under its ring's lock, and output lines are rendered at the end.
+//!
+//! Memory: a ring grows only as its thread fires (a record is at most 224 bytes), so the bound
+//! is `threads that fired x min(events fired, ring_entries_per_thread) x 224` bytes.
+//!
+//! # One session per process
+//!
+//! Event flags are process-wide statics (that is what keeps a disabled event free), so there
+//! is one active session at a time; [`TraceConfig::start`] fails with
+//! [`TraceError::SessionActive`] while another is running. Tests that fire events or start a
+//! session must hold [`super::testing::serial`] so they do not see each other's events.
+//!
+//! # Races with `finish`
+//!
+//! An event fired while `finish` runs is either recorded completely before its thread's
+//! buffer is closed, or not at all (its thread finds the buffer closed or the session gone).
+//! Every recorded event appears in the counts, histograms and, unless overwritten, output.
+//! An event that cannot reach its thread's buffer while a session is active (fired during
+//! thread-local teardown) is counted in [`TraceSummary::dropped`].
+//!
+//! Lock order: the active-session slot, then a session's thread list, then a thread buffer.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use super::TraceError;
+use super::format::{push_ftrace_header, push_ftrace_line, push_json_line};
+use super::hist::Log2Hist;
+use super::registry::{EventDef, EventSet, MAX_FIELDS, Value, find, list};
+use super::ring::{Record, Ring, TaskInfo};
+use super::sys;
+
+/// Default ring size per thread, in records: at most about 1.7 MiB per firing thread
+/// (records are at most 224 bytes), near the kernel's default 1.4 MiB per-CPU buffer.
+pub const DEFAULT_RING_ENTRIES: usize = 8192;
+
+/// Output format of the event records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TraceFormat {
+    /// The text layout of `/sys/kernel/tracing/trace`: the 12-line header (with
+    /// `entries-in-buffer/entries-written` and `#P:`), then
+    /// `%16s-%-7d [%03d] ..... %5lu.%06lu: event: fields` per record.
+    #[default]
+    Ftrace,
+    /// One JSON object per line: `{"ts":S.NNNNNNNNN,"task":"..","pid":N,"cpu":N,
+    /// "event":"..","fields":{..}}`, `ts` in seconds of `CLOCK_MONOTONIC`; fields typed
+    /// (integers as numbers, strings as strings, devices as `{"major":M,"minor":m}`).
+    Json,
+}
+
+impl FromStr for TraceFormat {
+    type Err = TraceError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "ftrace" | "text" => Ok(TraceFormat::Ftrace),
+            "json" => Ok(TraceFormat::Json),
+            _ => Err(TraceError::BadFormat(s.to_string())),
+        }
+    }
+}
+
+impl fmt::Display for TraceFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TraceFormat::Ftrace => "ftrace",
+            TraceFormat::Json => "json",
+        })
+    }
+}
+
+/// An ilog2 histogram to keep: `EVENT.FIELD`, or `EVENT.FIELD/GROUP` for one histogram per
+/// value of another field (e.g. `crc32c.len/site`: call sizes per metadata structure).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HistSpec {
+    /// Event name (exact, no globs).
+    pub event: String,
+    /// Unsigned field whose values are counted.
+    pub field: String,
+    /// Field whose value picks the histogram, if grouped.
+    pub group_by: Option<String>,
+}
+
+impl HistSpec {
+    /// A spec for `event.field`, ungrouped.
+    pub fn new(event: &str, field: &str) -> Self {
+        HistSpec {
+            event: event.to_string(),
+            field: field.to_string(),
+            group_by: None,
+        }
+    }
+
+    /// The same spec, one histogram per value of `group`.
+    pub fn grouped_by(mut self, group: &str) -> Self {
+        self.group_by = Some(group.to_string());
+        self
+    }
+}
+
+impl FromStr for HistSpec {
+    type Err = TraceError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = |reason: &str| TraceError::BadHistSpec {
+            spec: s.to_string(),
+            reason: reason.to_string(),
+        };
+        let (key, group) = match s.trim().split_once('/') {
+            Some((k, g)) => (k, Some(g.trim())),
+            None => (s.trim(), None),
+        };
+        let (event, field) = key
+            .split_once('.')
+            .ok_or_else(|| bad("expected EVENT.FIELD or EVENT.FIELD/GROUP"))?;
+        let (event, field) = (event.trim(), field.trim());
+        if event.is_empty() || field.is_empty() || group.is_some_and(str::is_empty) {
+            return Err(bad("expected EVENT.FIELD or EVENT.FIELD/GROUP"));
+        }
+        Ok(HistSpec {
+            event: event.to_string(),
+            field: field.to_string(),
+            group_by: group.map(str::to_string),
+        })
+    }
+}
+
+impl fmt::Display for HistSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.event, self.field)?;
+        if let Some(g) = &self.group_by {
+            write!(f, "/{g}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What to trace and where to put it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceConfig {
+    /// Events whose records go to the output: a comma list of names and globs
+    /// ([`EventSet::parse`]). Empty: no output, only counts and histograms.
+    pub events: String,
+    /// Output format.
+    pub format: TraceFormat,
+    /// Output file (created at start, written at finish); `None` writes to stderr.
+    pub out: Option<PathBuf>,
+    /// Ring size per thread, in records (at least 1).
+    pub ring_entries_per_thread: usize,
+    /// Histograms to keep (their events are enabled too, recorded or not).
+    pub histograms: Vec<HistSpec>,
+}
+
+impl Default for TraceConfig {
+    fn default() -> Self {
+        TraceConfig {
+            events: String::new(),
+            format: TraceFormat::Ftrace,
+            out: None,
+            ring_entries_per_thread: DEFAULT_RING_ENTRIES,
+            histograms: Vec::new(),
+        }
+    }
+}
+
+/// How one histogram spec reads an event's values.
+#[derive(Debug, Clone, Copy)]
+struct HistPlan {
+    spec: usize,
+    field: usize,
+    group: Option<usize>,
+}
+
+/// What to do with one event while the session runs.
+#[derive(Debug, Default)]
+struct EventPlan {
+    record: bool,
+    hists: Vec<HistPlan>,
+}
+
+/// The part of a session that firing threads see.
+#[derive(Debug)]
+struct Shared {
+    id: u64,
+    plans: Vec<EventPlan>,
+    ring_cap: usize,
+    n_hists: usize,
+    threads: Mutex<Vec<Arc<ThreadBuf>>>,
+    dropped: AtomicU64,
+}
+
+/// One thread's share of a session.
+#[derive(Debug)]
+struct ThreadBuf {
+    task: TaskInfo,
+    state: Mutex<ThreadState>,
+}
+
+type GroupedHists = HashMap<Option<Value>, Log2Hist>;
+
+#[derive(Debug)]
+struct ThreadState {
+    closed: bool,
+    ring: Ring<Record>,
+    written: u64,
+    consumed: u64,
+    counts: Vec<u64>,
+    hists: Vec<GroupedHists>,
+}
+
+impl ThreadBuf {
+    fn new(shared: &Shared) -> Self {
+        ThreadBuf {
+            task: TaskInfo {
+                comm: sys::comm(),
+                tid: sys::gettid(),
+            },
+            state: Mutex::new(ThreadState {
+                closed: false,
+                ring: Ring::new(shared.ring_cap),
+                written: 0,
+                consumed: 0,
+                counts: vec![0; list().len()],
+                hists: vec![HashMap::new(); shared.n_hists],
+            }),
+        }
+    }
+
+    fn record(&self, shared: &Shared, rec: Record) {
+        let Some(plan) = shared.plans.get(rec.event.id()) else {
+            return;
+        };
+        let mut st = self.state.lock();
+        if st.closed {
+            return;
+        }
+        st.counts[rec.event.id()] += 1;
+        if plan.record {
+            st.ring.push(rec);
+            st.written += 1;
+        }
+        for h in &plan.hists {
+            let Some(v) = rec.values[h.field].as_u64() else {
+                continue;
+            };
+            let key = h.group.map(|g| rec.values[g]);
+            st.hists[h.spec].entry(key).or_default().record(v);
+        }
+    }
+}
+
+static ACTIVE: Mutex<Option<Arc<Shared>>> = Mutex::new(None);
+static ACTIVE_ID: AtomicU64 = AtomicU64::new(0);
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+struct Local {
+    shared: Arc<Shared>,
+    buf: Arc<ThreadBuf>,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+}
+
+/// File a fired event with the active session (called by the events' cold emitters).
+#[cold]
+#[inline(never)]
+pub(crate) fn emit(event: &'static EventDef, values: [Value; MAX_FIELDS]) {
+    let rec = Record {
+        ts_ns: sys::monotonic_ns(),
+        cpu: sys::current_cpu(),
+        event,
+        values,
+    };
+    let delivered = LOCAL
+        .try_with(|cell| match cell.try_borrow_mut() {
+            Ok(mut local) => {
+                deliver(&mut local, rec);
+                true
+            }
+            Err(_) => false,
+        })
+        .unwrap_or(false);
+    if !delivered && let Some(s) = ACTIVE.lock().as_ref() {
+        s.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn deliver(local: &mut Option<Local>, rec: Record) {
+    let id = ACTIVE_ID.load(Ordering::Acquire);
+    if id == 0 {
+        return;
+    }
+    if local.as_ref().is_none_or(|l| l.shared.id != id) {
+        *local = register(id);
+    }
+    if let Some(l) = local.as_ref() {
+        l.buf.record(&l.shared, rec);
+    }
+}
+
+/// Give the calling thread a buffer in session `id`, if that session is still active.
+fn register(id: u64) -> Option<Local> {
+    let active = ACTIVE.lock();
+    let shared = active.as_ref().filter(|s| s.id == id)?.clone();
+    let buf = Arc::new(ThreadBuf::new(&shared));
+    shared.threads.lock().push(Arc::clone(&buf));
+    Some(Local { shared, buf })
+}
+
+impl TraceConfig {
+    /// Validate the configuration, enable its events and make it the active session.
+    pub fn start(&self) -> Result<Session, TraceError> {
+        let recorded = EventSet::parse(&self.events)?;
+        if self.ring_entries_per_thread == 0 {
+            return Err(TraceError::BadRingSize);
+        }
+        let mut plans: Vec<EventPlan> = list().iter().map(|_| EventPlan::default()).collect();
+        let mut enabled = recorded.clone();
+        for e in recorded.iter() {
+            plans[e.id()].record = true;
+        }
+        for (i, spec) in self.histograms.iter().enumerate() {
+            let (event, plan) = plan_hist(spec, i)?;
+            plans[event.id()].hists.push(plan);
+            enabled.insert(event);
+        }
+
+        let mut active = ACTIVE.lock();
+        if active.is_some() {
+            return Err(TraceError::SessionActive);
+        }
+        let out = match (&self.out, recorded.is_empty()) {
+            (Some(path), false) => {
+                let file = File::create(path).map_err(|source| TraceError::Output {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+                Some((path.clone(), file))
+            }
+            _ => None,
+        };
+        let shared = Arc::new(Shared {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            plans,
+            ring_cap: self.ring_entries_per_thread,
+            n_hists: self.histograms.len(),
+            threads: Mutex::new(Vec::new()),
+            dropped: AtomicU64::new(0),
+        });
+        *active = Some(Arc::clone(&shared));
+        ACTIVE_ID.store(shared.id, Ordering::Release);
+        drop(active);
+        for e in enabled.iter() {
+            e.set_enabled(true);
+        }
+        Ok(Session {
+            shared,
+            enabled,
+            recorded,
+            format: self.format,
+            out,
+            hist_specs: self.histograms.clone(),
+            closed: false,
+        })
+    }
+}
+
+fn plan_hist(spec: &HistSpec, index: usize) -> Result<(&'static EventDef, HistPlan), TraceError> {
+    let bad = |reason: String| TraceError::BadHistSpec {
+        spec: spec.to_string(),
+        reason,
+    };
+    let event = find(&spec.event).ok_or_else(|| bad(format!("no event '{}'", spec.event)))?;
+    let field = event
+        .field_index(&spec.field)
+        .ok_or_else(|| bad(format!("{} has no field '{}'", event.name(), spec.field)))?;
+    let kind = event.fields()[field].kind;
+    if !kind.is_unsigned() {
+        return Err(bad(format!(
+            "field '{}' is {}; ilog2 histograms take unsigned fields",
+            spec.field,
+            kind.name()
+        )));
+    }
+    let group = match &spec.group_by {
+        None => None,
+        Some(g) => Some(
+            event
+                .field_index(g)
+                .ok_or_else(|| bad(format!("{} has no field '{g}'", event.name())))?,
+        ),
+    };
+    Ok((
+        event,
+        HistPlan {
+            spec: index,
+            field,
+            group,
+        },
+    ))
+}
+
+/// Count of one event over a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventCount {
+    /// Event name.
+    pub event: &'static str,
+    /// Times it fired while the session was active.
+    pub count: u64,
+}
+
+/// The histograms one [`HistSpec`] produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistResult {
+    /// The spec.
+    pub spec: HistSpec,
+    /// One entry, keyed `None`, when ungrouped; otherwise one per group value (rendered as
+    /// text: strings as-is, numbers in decimal, devices `major:minor`), sorted by key.
+    pub groups: Vec<(Option<String>, Log2Hist)>,
+}
+
+impl HistResult {
+    /// All groups merged.
+    pub fn total(&self) -> Log2Hist {
+        let mut all = Log2Hist::new();
+        for (_, h) in &self.groups {
+            all.merge(h);
+        }
+        all
+    }
+
+    /// The histogram of one group value.
+    pub fn group(&self, key: &str) -> Option<&Log2Hist> {
+        self.groups
+            .iter()
+            .find(|(k, _)| k.as_deref() == Some(key))
+            .map(|(_, h)| h)
+    }
+
+    /// Name used in renderings: the spec, with the group value in brackets.
+    fn name_of(&self, key: Option<&str>) -> String {
+        let base = format!("{}.{}", self.spec.event, self.spec.field);
+        match key {
+            Some(k) => format!("{base}[{k}]"),
+            None => base,
+        }
+    }
+
+    /// bpftrace-style rendering of every group (`@crc32c.len[inode]:` ...).
+    pub fn render_bpftrace(&self) -> String {
+        self.groups
+            .iter()
+            .map(|(k, h)| h.render_bpftrace(&self.name_of(k.as_deref())))
+            .collect()
+    }
+
+    /// Table rendering of every group, each under a `name:` title line.
+    pub fn render_table(&self) -> String {
+        self.groups
+            .iter()
+            .map(|(k, h)| format!("{}:\n{}\n", self.name_of(k.as_deref()), h.render_table()))
+            .collect()
+    }
+}
+
+/// What a finished session found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceSummary {
+    /// Per-event counts for every enabled event (declaration order), exact.
+    pub counts: Vec<EventCount>,
+    /// Records kept in the rings and written to the output at the end.
+    pub entries_in_buffer: u64,
+    /// Records ever stored in the rings (kept + overwritten + drained earlier).
+    pub entries_written: u64,
+    /// Records lost because a ring was full.
+    pub overwritten: u64,
+    /// Records removed earlier by [`Session::drain`].
+    pub consumed: u64,
+    /// Events that fired but could not reach their thread's buffer (see the module docs).
+    pub dropped: u64,
+    /// Threads that fired at least one enabled event.
+    pub threads: usize,
+    /// One result per requested histogram, in request order.
+    pub histograms: Vec<HistResult>,
+}
+
+impl TraceSummary {
+    /// The count of one event, if it was enabled.
+    pub fn count(&self, event: &str) -> Option<u64> {
+        self.counts
+            .iter()
+            .find(|c| c.event == event)
+            .map(|c| c.count)
+    }
+
+    /// The result of the histogram spec written as `spec` (e.g. `crc32c.len/site`).
+    pub fn histogram(&self, spec: &str) -> Option<&HistResult> {
+        self.histograms.iter().find(|h| h.spec.to_string() == spec)
+    }
+
+    /// Counts as two aligned columns, `event` and `count`.
+    pub fn render_counts(&self) -> String {
+        let width = self
+            .counts
+            .iter()
+            .map(|c| c.event.len())
+            .chain(std::iter::once("event".len()))
+            .max()
+            .unwrap_or(0);
+        let cw = self
+            .counts
+            .iter()
+            .map(|c| c.count.to_string().len())
+            .chain(std::iter::once("count".len()))
+            .max()
+            .unwrap_or(0);
+        let mut s = format!("{:<width$}  {:>cw$}\n", "event", "count");
+        for c in &self.counts {
+            s.push_str(&format!("{:<width$}  {:>cw$}\n", c.event, c.count));
+        }
+        s
+    }
+}
+
+/// The active trace session. See the module docs; dropping it without [`Session::finish`]
+/// disables its events and discards what it collected.
+#[derive(Debug)]
+pub struct Session {
+    shared: Arc<Shared>,
+    enabled: EventSet,
+    recorded: EventSet,
+    format: TraceFormat,
+    out: Option<(PathBuf, File)>,
+    hist_specs: Vec<HistSpec>,
+    closed: bool,
+}
+
+/// How to read the thread buffers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Read {
+    /// Copy the rings, leave them as they are.
+    Copy,
+    /// Take the rings' records (they count as consumed).
+    Consume,
+    /// Close the buffers for good and take everything.
+    Close,
+}
+
+/// Everything read from the thread buffers at one moment.
+struct Collected {
+    per_thread: Vec<(TaskInfo, Vec<Record>)>,
+    counts: Vec<u64>,
+    written: u64,
+    overwritten: u64,
+    consumed: u64,
+    hists: Vec<GroupedHists>,
+}
+
+impl Collected {
+    fn in_buffer(&self) -> u64 {
+        self.per_thread.iter().map(|(_, r)| r.len() as u64).sum()
+    }
+
+    /// Records of all threads merged by timestamp; ties keep thread and per-thread order.
+    fn merged(&self) -> Vec<(&TaskInfo, &Record)> {
+        let mut all: Vec<(u64, usize, usize)> = self
+            .per_thread
+            .iter()
+            .enumerate()
+            .flat_map(|(t, (_, recs))| recs.iter().enumerate().map(move |(i, r)| (r.ts_ns, t, i)))
+            .collect();
+        all.sort_unstable();
+        all.into_iter()
+            .map(|(_, t, i)| (&self.per_thread[t].0, &self.per_thread[t].1[i]))
+            .collect()
+    }
+}
+
+impl Session {
+    /// Names of the events whose records go to the output.
+    pub fn recorded_events(&self) -> Vec<&'static str> {
+        self.recorded.names()
+    }
+
+    /// Names of every enabled event (recorded, or feeding a histogram).
+    pub fn enabled_events(&self) -> Vec<&'static str> {
+        self.enabled.names()
+    }
+
+    /// Per-event counts so far (exact at the moment each thread is read).
+    pub fn counts(&self) -> Vec<EventCount> {
+        let c = self.collect(Read::Copy);
+        self.count_list(&c.counts)
+    }
+
+    /// Write what the rings hold now, with the ftrace header in ftrace format, leaving it in
+    /// place (like reading `/sys/kernel/tracing/trace` during a run).
+    pub fn snapshot(&self, w: &mut dyn Write) -> io::Result<()> {
+        let c = self.collect(Read::Copy);
+        write_records(w, self.format, &c, true)
+    }
+
+    /// Write what the rings hold now without a header and remove it (like reading
+    /// `trace_pipe`), freeing ring space. Returns the number of records written.
+    pub fn drain(&self, w: &mut dyn Write) -> io::Result<u64> {
+        let c = self.collect(Read::Consume);
+        write_records(w, self.format, &c, false)?;
+        Ok(c.in_buffer())
+    }
+
+    /// Disable the events, write the kept records to the output (if any events were selected
+    /// for it) and return counts, entry totals and histograms.
+    pub fn finish(mut self) -> Result<TraceSummary, TraceError> {
+        let c = self.close();
+        if !self.recorded.is_empty() {
+            match self.out.take() {
+                Some((path, file)) => {
+                    let mut w = BufWriter::new(file);
+                    write_records(&mut w, self.format, &c, true)
+                        .and_then(|()| w.flush())
+                        .map_err(|source| TraceError::Output {
+                            path: path.display().to_string(),
+                            source,
+                        })?;
+                }
+                None => {
+                    let stderr = io::stderr();
+                    let mut w = BufWriter::new(stderr.lock());
+                    write_records(&mut w, self.format, &c, true)
+                        .and_then(|()| w.flush())
+                        .map_err(|source| TraceError::Output {
+                            path: "<stderr>".to_string(),
+                            source,
+                        })?;
+                }
+            }
+        }
+        Ok(self.summarise(c))
+    }
+
+    fn count_list(&self, counts: &[u64]) -> Vec<EventCount> {
+        self.enabled
+            .iter()
+            .map(|e| EventCount {
+                event: e.name(),
+                count: counts.get(e.id()).copied().unwrap_or(0),
+            })
+            .collect()
+    }
+
+    fn summarise(&self, c: Collected) -> TraceSummary {
+        let in_buffer = c.in_buffer();
+        let histograms = self
+            .hist_specs
+            .iter()
+            .zip(c.hists.iter())
+            .map(|(spec, groups)| {
+                let mut by_key: BTreeMap<Option<String>, Log2Hist> = BTreeMap::new();
+                if spec.group_by.is_none() {
+                    by_key.insert(None, Log2Hist::new());
+                }
+                for (k, h) in groups {
+                    by_key.entry(k.map(|v| v.to_string())).or_default().merge(h);
+                }
+                HistResult {
+                    spec: spec.clone(),
+                    groups: by_key.into_iter().collect(),
+                }
+            })
+            .collect();
+        TraceSummary {
+            counts: self.count_list(&c.counts),
+            entries_in_buffer: in_buffer,
+            entries_written: c.written,
+            overwritten: c.overwritten,
+            consumed: c.consumed,
+            dropped: self.shared.dropped.load(Ordering::Relaxed),
+            threads: c.per_thread.len(),
+            histograms,
+        }
+    }
+
+    /// Disable the events, retire the session and read out every thread buffer.
+    fn close(&mut self) -> Collected {
+        self.closed = true;
+        for e in self.enabled.iter() {
+            e.set_enabled(false);
+        }
+        ACTIVE_ID.store(0, Ordering::Release);
+        {
+            let mut active = ACTIVE.lock();
+            if active.as_ref().is_some_and(|s| s.id == self.shared.id) {
+                *active = None;
+            }
+        }
+        self.collect(Read::Close)
+    }
+
+    fn collect(&self, how: Read) -> Collected {
+        let threads: Vec<Arc<ThreadBuf>> = self.shared.threads.lock().clone();
+        let mut c = Collected {
+            per_thread: Vec::with_capacity(threads.len()),
+            counts: vec![0; list().len()],
+            written: 0,
+            overwritten: 0,
+            consumed: 0,
+            hists: vec![HashMap::new(); self.shared.n_hists],
+        };
+        for t in &threads {
+            let mut st = t.state.lock();
+            let records = match how {
+                Read::Copy => st.ring.to_vec(),
+                Read::Consume => {
+                    let r = st.ring.take();
+                    st.consumed += r.len() as u64;
+                    r
+                }
+                Read::Close => {
+                    st.closed = true;
+                    st.ring.take()
+                }
+            };
+            for (sum, n) in c.counts.iter_mut().zip(&st.counts) {
+                *sum += n;
+            }
+            c.written += st.written;
+            c.overwritten += st.ring.overwritten();
+            c.consumed += st.consumed;
+            for (mine, theirs) in c.hists.iter_mut().zip(&st.hists) {
+                for (k, h) in theirs {
+                    mine.entry(*k).or_default().merge(h);
+                }
+            }
+            c.per_thread.push((t.task.clone(), records));
+        }
+        c
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if !self.closed {
+            self.close();
+        }
+    }
+}
+
+/// Write the collected records in `format`; the ftrace header only when `header`.
+///
+/// The header's `entries-written` is kept + overwritten, the kernel's figure: the difference
+/// from `entries-in-buffer` is exactly what the rings lost.
+fn write_records(
+    w: &mut dyn Write,
+    format: TraceFormat,
+    c: &Collected,
+    header: bool,
+) -> io::Result<()> {
+    let mut line = String::with_capacity(256);
+    if header && format == TraceFormat::Ftrace {
+        let in_buffer = c.in_buffer();
+        push_ftrace_header(
+            &mut line,
+            in_buffer,
+            in_buffer + c.overwritten,
+            sys::online_cpus(),
+        );
+        w.write_all(line.as_bytes())?;
+    }
+    for (task, rec) in c.merged() {
+        line.clear();
+        match format {
+            TraceFormat::Ftrace => push_ftrace_line(&mut line, task, rec),
+            TraceFormat::Json => push_json_line(&mut line, task, rec),
+        }
+        w.write_all(line.as_bytes())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hist_specs_parse_and_print_back() {
+        let s: HistSpec = "crc32c.len".parse().expect("valid");
+        assert_eq!(s, HistSpec::new("crc32c", "len"));
+        let g: HistSpec = " crc32c.head / site ".parse().expect("valid");
+        assert_eq!(g, HistSpec::new("crc32c", "head").grouped_by("site"));
+        assert_eq!(g.to_string(), "crc32c.head/site");
+        for bad in ["crc32c", ".len", "crc32c.", "crc32c.len/", ""] {
+            let err = bad.parse::<HistSpec>().expect_err(bad);
+            assert!(matches!(err, TraceError::BadHistSpec { .. }), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hist_plans_reject_unknown_and_non_unsigned_fields() {
+        let reason = |spec: HistSpec| match plan_hist(&spec, 0) {
+            Err(TraceError::BadHistSpec { reason, .. }) => reason,
+            other => panic!("expected an error, got {other:?}"),
+        };
+        assert!(reason(HistSpec::new("crc32", "len")).contains("no event 'crc32'"));
+        assert!(reason(HistSpec::new("crc32c", "size")).contains("no field 'size'"));
+        assert!(reason(HistSpec::new("crc32c", "site")).contains("str"));
+        assert!(reason(HistSpec::new("xlog_iclog_sync", "refcnt")).contains("i32"));
+        assert!(reason(HistSpec::new("crc32c", "len").grouped_by("nope")).contains("'nope'"));
+        let (e, plan) =
+            plan_hist(&HistSpec::new("crc32c", "tail").grouped_by("site"), 3).expect("valid spec");
+        assert_eq!(e.name(), "crc32c");
+        assert_eq!((plan.spec, plan.field, plan.group), (3, 3, Some(0)));
+    }
+
+    #[test]
+    fn formats_parse_case_insensitively() {
+        assert_eq!("JSON".parse::<TraceFormat>().ok(), Some(TraceFormat::Json));
+        assert_eq!(
+            "ftrace".parse::<TraceFormat>().ok(),
+            Some(TraceFormat::Ftrace)
+        );
+        assert!(matches!(
+            "xml".parse::<TraceFormat>(),
+            Err(TraceError::BadFormat(f)) if f == "xml"
+        ));
+    }
+}
