@@ -5,5 +5,6 @@
 //! - [`format`]: geometry, block kinds, magics, CRC offsets, endian helpers.
 //! - [`error`]: the typed error every labfs operation returns.
 
+pub mod dev;
 pub mod error;
 pub mod format;
