@@ -33,9 +33,7 @@ fn open_err(path: &Path, opts: &FileOptions) -> String {
 }
 
 fn pattern(seed: u8, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| seed.wrapping_add((i / 7) as u8))
-        .collect()
+    (0..len).map(|i| seed.wrapping_add((i / 7) as u8)).collect()
 }
 
 #[test]
@@ -86,7 +84,10 @@ fn misaligned_requests_on_a_file_are_refused() {
     let dir = scratch();
     let d = FileDev::open(&dir.path().join("dev.img"), &sized(MIB)).expect("created");
     let mut b = vec![0u8; 700];
-    assert!(matches!(d.read_at(&mut b, 0), Err(DevError::Misaligned { .. })));
+    assert!(matches!(
+        d.read_at(&mut b, 0),
+        Err(DevError::Misaligned { .. })
+    ));
     assert!(matches!(
         d.write_at(&b[..512], 256, false),
         Err(DevError::Misaligned { .. })
@@ -141,7 +142,10 @@ fn file_smaller_than_a_block_is_refused() {
 fn directory_is_refused() {
     let dir = scratch();
     let msg = open_err(dir.path(), &sized(MIB));
-    assert!(msg.ends_with("not a regular file or a block device"), "{msg}");
+    assert!(
+        msg.ends_with("not a regular file or a block device"),
+        "{msg}"
+    );
 }
 
 /// A file this process cannot open for writing: a read-only file, or for root (who may
@@ -151,8 +155,7 @@ fn unwritable_file(dir: &Path) -> PathBuf {
     if unsafe { libc::geteuid() } != 0 {
         let path = dir.join("readonly.img");
         std::fs::write(&path, vec![0u8; 8192]).expect("seed file");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444))
-            .expect("chmod");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).expect("chmod");
         path
     } else {
         PathBuf::from("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size")

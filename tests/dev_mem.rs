@@ -89,7 +89,8 @@ fn crash_drops_unflushed_writes_and_keeps_flushed_and_fua_ones() {
     d.flush().expect("flush");
     d.write_at(&fua, 131072, true).expect("fua write");
     d.write_at(&lost, 196608, false).expect("write");
-    d.write_at(&pattern(5, 4096), 65536, false).expect("overwrite");
+    d.write_at(&pattern(5, 4096), 65536, false)
+        .expect("overwrite");
     // Before the crash, reads see everything.
     assert_eq!(read(&d, 196608, 8192), lost);
     d.crash();
@@ -104,8 +105,10 @@ fn fua_write_into_an_unflushed_page_survives_while_its_neighbours_revert() {
     let d = MemDev::new(MIB).expect("valid size");
     d.write_at(&[1u8; 4096], 0, false).expect("write");
     d.flush().expect("flush");
-    d.write_at(&[2u8; 4096], 0, false).expect("unflushed overwrite");
-    d.write_at(&[3u8; 512], 1024, true).expect("fua into the same page");
+    d.write_at(&[2u8; 4096], 0, false)
+        .expect("unflushed overwrite");
+    d.write_at(&[3u8; 512], 1024, true)
+        .expect("fua into the same page");
     d.crash();
     let got = read(&d, 0, 4096);
     assert!(got[..1024].iter().all(|&x| x == 1));
@@ -121,7 +124,8 @@ fn device_keeps_working_after_a_crash_and_a_second_crash_changes_nothing_durable
     d.write_at(&[2u8; 512], 0, false).expect("write");
     d.crash();
     assert_eq!(read(&d, 0, 512), vec![1u8; 512]);
-    d.write_at(&[3u8; 512], 0, false).expect("write after crash");
+    d.write_at(&[3u8; 512], 0, false)
+        .expect("write after crash");
     d.crash();
     assert_eq!(read(&d, 0, 512), vec![1u8; 512]);
     d.write_at(&[4u8; 512], 0, false).expect("write");
@@ -135,14 +139,18 @@ fn flipped_bits_show_in_reads_and_survive_a_crash() {
     let d = MemDev::new(MIB).expect("valid size");
     d.write_at(&[0xF0u8; 512], 4096, false).expect("write");
     d.flush().expect("flush");
-    d.write_at(&[0x0Fu8; 512], 4096, false).expect("unflushed write");
+    d.write_at(&[0x0Fu8; 512], 4096, false)
+        .expect("unflushed write");
     d.flip_bits(4096 + 17, 0x81).expect("in range");
     assert_eq!(read(&d, 4096, 512)[17], 0x0F ^ 0x81);
     d.crash();
     let got = read(&d, 4096, 512);
     assert_eq!(got[17], 0xF0 ^ 0x81);
     assert_eq!(got.iter().filter(|&&x| x != 0xF0).count(), 1);
-    assert!(matches!(d.flip_bits(MIB, 1), Err(DevError::OutOfRange { .. })));
+    assert!(matches!(
+        d.flip_bits(MIB, 1),
+        Err(DevError::OutOfRange { .. })
+    ));
 }
 
 #[test]
@@ -150,7 +158,8 @@ fn snapshot_is_an_independent_durable_copy() {
     let d = MemDev::new(MIB).expect("valid size");
     d.write_at(&pattern(7, 4096), 8192, false).expect("write");
     let s = d.snapshot();
-    d.write_at(&[0u8; 4096], 8192, false).expect("overwrite original");
+    d.write_at(&[0u8; 4096], 8192, false)
+        .expect("overwrite original");
     assert_eq!(read(&s, 8192, 4096), pattern(7, 4096));
     s.crash();
     assert_eq!(read(&s, 8192, 4096), pattern(7, 4096));
@@ -232,7 +241,8 @@ fn open_builds_a_mem_device_from_its_spec() {
     assert_eq!(d.size(), 8 * MIB);
     assert_eq!(d.sector_size(), 512);
     assert_eq!(d.describe(), "mem:8MiB");
-    d.write_at(&[9u8; 512], 8 * MIB - 512, false).expect("last sector");
+    d.write_at(&[9u8; 512], 8 * MIB - 512, false)
+        .expect("last sector");
     assert_eq!(read(&*d, 8 * MIB - 512, 512), vec![9u8; 512]);
     let default = dev::open(&DeviceSpec::default()).expect("default opens");
     assert_eq!(default.size(), 1 << 30);

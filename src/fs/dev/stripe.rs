@@ -134,12 +134,16 @@ impl StripeDev {
         map_pieces(self.members.len(), self.su, offset, len)
     }
 
-    /// Book `len` bytes on member `m`'s queue; return the later of `deadline` and its end.
-    fn book(&self, m: &Member, now: Instant, len: usize, fua: bool, deadline: Instant) -> Instant {
-        match &m.model {
-            Some(model) => deadline.max(model.book_io(now, len as u64, fua)),
-            None => deadline,
+    /// Book every piece on its member's queue as arriving at `now`; return when the last
+    /// one completes (`now` if no member has a model).
+    fn book(&self, now: Instant, pieces: &[Piece], fua: bool) -> Result<Instant, DevError> {
+        let mut deadline = now;
+        for p in pieces {
+            if let Some(model) = &self.member(p.member)?.model {
+                deadline = deadline.max(model.book_io(now, p.buf.len() as u64, fua));
+            }
         }
+        Ok(deadline)
     }
 
     fn member(&self, i: usize) -> Result<&Member, DevError> {
@@ -158,12 +162,12 @@ impl BlockDev for StripeDev {
         check_io(self.size, IoReq::read(offset, buf.len()), || {
             self.describe()
         })?;
-        let now = Instant::now();
-        let mut deadline = now;
-        for p in self.pieces(offset, buf.len()) {
-            let m = self.member(p.member)?;
-            deadline = self.book(m, now, p.buf.len(), false, deadline);
-            m.dev.read_at(&mut buf[p.buf], p.member_offset)?;
+        let pieces = self.pieces(offset, buf.len());
+        let deadline = self.book(Instant::now(), &pieces, false)?;
+        for p in pieces {
+            self.member(p.member)?
+                .dev
+                .read_at(&mut buf[p.buf], p.member_offset)?;
         }
         wait_until(deadline);
         Ok(())
@@ -173,12 +177,12 @@ impl BlockDev for StripeDev {
         check_io(self.size, IoReq::write(offset, buf.len(), fua), || {
             self.describe()
         })?;
-        let now = Instant::now();
-        let mut deadline = now;
-        for p in self.pieces(offset, buf.len()) {
-            let m = self.member(p.member)?;
-            deadline = self.book(m, now, p.buf.len(), fua, deadline);
-            m.dev.write_at(&buf[p.buf], p.member_offset, fua)?;
+        let pieces = self.pieces(offset, buf.len());
+        let deadline = self.book(Instant::now(), &pieces, fua)?;
+        for p in pieces {
+            self.member(p.member)?
+                .dev
+                .write_at(&buf[p.buf], p.member_offset, fua)?;
         }
         wait_until(deadline);
         Ok(())
@@ -268,6 +272,36 @@ mod tests {
             },
         ];
         assert_eq!(got, want);
+    }
+
+    fn mem_members(n: usize, latency: LatencyParams) -> Vec<StripeMember> {
+        (0..n)
+            .map(|_| StripeMember {
+                dev: Arc::new(crate::fs::dev::MemDev::new(1 << 20).expect("valid size")),
+                latency,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn split_write_completes_with_the_slowest_member_not_the_sum() {
+        // 64 KiB units at 64 MiB/s: one unit takes 1/1024 s on its member.
+        let latency = LatencyParams {
+            lat: std::time::Duration::from_micros(30),
+            bw: Some(64 << 20),
+            flush: std::time::Duration::ZERO,
+        };
+        let unit = latency.transfer_time(65536);
+        let s = StripeDev::new(mem_members(4, latency), 65536).expect("valid stripe");
+        let now = Instant::now();
+        // Four units over four members: each member moves one unit, in parallel.
+        let wide = s.book(now, &s.pieces(0, 4 * 65536), false).expect("booked");
+        assert_eq!(wide, now + unit + latency.lat);
+        // Eight units on a fresh stripe: each member moves two, one after the other.
+        let s = StripeDev::new(mem_members(4, latency), 65536).expect("valid stripe");
+        let now = Instant::now();
+        let deep = s.book(now, &s.pieces(0, 8 * 65536), false).expect("booked");
+        assert_eq!(deep, now + unit * 2 + latency.lat);
     }
 
     #[test]
