@@ -44,7 +44,7 @@ const PAGE_SHIFT: u32 = 12;
 /// Pages per leaf of the page table (a leaf covers 16 MiB).
 const LEAF_SHIFT: u32 = 12;
 const LEAF_PAGES: usize = 1 << LEAF_SHIFT;
-/// Shards of the dirty-page list; a power of two.
+/// Shards of the dirty-page list: 64, so one `u64` can say which are non-empty.
 const DIRTY_SHARDS: usize = 64;
 
 /// Largest `mem` device: 16 TiB, which keeps the top level of the page table at 1 Mi
@@ -74,9 +74,38 @@ struct PageState {
 type Page = RwLock<PageState>;
 type Leaf = Box<[OnceLock<Box<Page>>]>;
 
-/// A lock-protected list of page numbers, padded to its own cache line.
+/// Undo buffers each dirty shard keeps for reuse after a flush (1 MiB per shard). Reusing
+/// them saves a malloc, a free and, for big epochs, the page faults of memory the allocator
+/// gave back to the system; the cap bounds what an idle device holds.
+const POOL_PER_SHARD: usize = 256;
+
+type UndoBuf = Box<[u8; PAGE_SIZE]>;
+
+#[derive(Default)]
+struct DirtyList {
+    /// Pages that saved an undo copy (or a zero marker).
+    pages: Vec<u64>,
+    /// Spare undo buffers.
+    pool: Vec<UndoBuf>,
+}
+
+impl DirtyList {
+    fn recycle(&mut self, freed: &mut Vec<UndoBuf>) {
+        let room = POOL_PER_SHARD.saturating_sub(self.pool.len());
+        let take = room.min(freed.len());
+        self.pool.extend(freed.drain(..take));
+    }
+}
+
+/// One shard of the dirty-page list, padded to its own cache line.
 #[repr(align(64))]
-struct DirtyShard(Mutex<Vec<u64>>);
+struct DirtyShard(Mutex<DirtyList>);
+
+fn dirty_shards() -> Box<[DirtyShard]> {
+    (0..DIRTY_SHARDS)
+        .map(|_| DirtyShard(Mutex::new(DirtyList::default())))
+        .collect()
+}
 
 /// The `mem` device. See the module docs for how it is built and what a crash does.
 pub struct MemDev {
@@ -84,8 +113,11 @@ pub struct MemDev {
     leaves: Box<[OnceLock<Leaf>]>,
     /// The current flush epoch; starts at 1.
     epoch: AtomicU64,
-    /// Pages that saved an undo copy, by `page % DIRTY_SHARDS`.
+    /// Pages that saved an undo copy, by `page % DIRTY_SHARDS`, and spare undo buffers.
     dirty: Box<[DirtyShard]>,
+    /// Bit i set: shard i may hold pages (set after a push, cleared by the flush that takes
+    /// them), so a flush after a few writes visits a few shards, not all 64.
+    dirty_mask: AtomicU64,
     resident_pages: AtomicU64,
 }
 
@@ -153,9 +185,8 @@ impl MemDev {
             size,
             leaves: (0..leaves).map(|_| OnceLock::new()).collect(),
             epoch: AtomicU64::new(1),
-            dirty: (0..DIRTY_SHARDS)
-                .map(|_| DirtyShard(Mutex::new(Vec::new())))
-                .collect(),
+            dirty: dirty_shards(),
+            dirty_mask: AtomicU64::new(0),
             resident_pages: AtomicU64::new(0),
         })
     }
@@ -216,24 +247,33 @@ impl MemDev {
     /// reads back its durable image. Call with I/O stopped (see the module docs).
     pub fn crash(&self) {
         let epoch = self.epoch.load(Ordering::Acquire);
+        self.dirty_mask.store(0, Ordering::Release);
         for shard in self.dirty.iter() {
-            let pages = std::mem::take(&mut *shard.0.lock());
+            let pages = std::mem::take(&mut shard.0.lock().pages);
+            let mut freed = Vec::new();
             for pno in pages {
                 let Some(page) = self.page(pno) else { continue };
                 let mut st = page.write();
                 let undo = std::mem::replace(&mut st.undo, Undo::None);
-                if st.undo_epoch == epoch {
-                    match undo {
-                        Undo::None => {}
-                        Undo::Zero => {
+                let current = st.undo_epoch == epoch;
+                st.undo_epoch = 0;
+                match undo {
+                    Undo::None => {}
+                    Undo::Zero => {
+                        if current {
                             st.data.fill(0);
                             st.fresh = true;
                         }
-                        Undo::Saved(saved) => st.data = *saved,
+                    }
+                    Undo::Saved(saved) => {
+                        if current {
+                            st.data = *saved;
+                        }
+                        freed.push(saved);
                     }
                 }
-                st.undo_epoch = 0;
             }
+            shard.0.lock().recycle(&mut freed);
         }
     }
 
@@ -269,9 +309,8 @@ impl MemDev {
             size: self.size,
             leaves: (0..self.leaves.len()).map(|_| OnceLock::new()).collect(),
             epoch: AtomicU64::new(1),
-            dirty: (0..DIRTY_SHARDS)
-                .map(|_| DirtyShard(Mutex::new(Vec::new())))
-                .collect(),
+            dirty: dirty_shards(),
+            dirty_mask: AtomicU64::new(0),
             resident_pages: AtomicU64::new(0),
         };
         for (pno, page) in self.pages() {
@@ -341,16 +380,25 @@ impl BlockDev for MemDev {
                     }
                 }
             } else if st.undo_epoch != epoch {
+                let shard = c.page as usize & (DIRTY_SHARDS - 1);
+                let spare = {
+                    let mut list = self.dirty[shard].0.lock();
+                    list.pages.push(c.page);
+                    self.dirty_mask.fetch_or(1 << shard, Ordering::Release);
+                    if st.fresh { None } else { list.pool.pop() }
+                };
                 st.undo = if st.fresh {
                     Undo::Zero
                 } else {
-                    Undo::Saved(Box::new(st.data))
+                    match spare {
+                        Some(mut buf) => {
+                            *buf = st.data;
+                            Undo::Saved(buf)
+                        }
+                        None => Undo::Saved(Box::new(st.data)),
+                    }
                 };
                 st.undo_epoch = epoch;
-                self.dirty[c.page as usize & (DIRTY_SHARDS - 1)]
-                    .0
-                    .lock()
-                    .push(c.page);
             }
             st.data[range].copy_from_slice(src);
             st.fresh = false;
@@ -362,22 +410,34 @@ impl BlockDev for MemDev {
         // From here on writes belong to the new epoch: everything before is durable.
         let new = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
         // Drop the old epoch's undo copies. A page re-dirtied in the new epoch (by a write
-        // racing with this flush) keeps its copy and its place in the list.
-        for shard in self.dirty.iter() {
-            let pages = std::mem::take(&mut *shard.0.lock());
+        // racing with this flush) keeps its copy and its place in the list. A push whose mask
+        // bit lands after the swap below is simply left for the next flush: its copy is stale
+        // (older epoch) and crash ignores stale copies.
+        let mut mask = self.dirty_mask.swap(0, Ordering::AcqRel);
+        while mask != 0 {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let Some(shard) = self.dirty.get(i) else {
+                continue;
+            };
+            let pages = std::mem::take(&mut shard.0.lock().pages);
             let mut keep = Vec::new();
+            let mut freed = Vec::new();
             for pno in pages {
                 let Some(page) = self.page(pno) else { continue };
                 let mut st = page.write();
                 if st.undo_epoch >= new {
                     keep.push(pno);
-                } else {
-                    st.undo = Undo::None;
+                } else if let Undo::Saved(buf) = std::mem::replace(&mut st.undo, Undo::None) {
+                    freed.push(buf);
                 }
             }
+            let mut list = shard.0.lock();
             if !keep.is_empty() {
-                shard.0.lock().extend(keep);
+                list.pages.extend(keep);
+                self.dirty_mask.fetch_or(1 << i, Ordering::Release);
             }
+            list.recycle(&mut freed);
         }
         Ok(())
     }
