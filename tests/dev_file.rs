@@ -214,3 +214,26 @@ fn open_builds_a_file_device_from_its_spec() {
     assert_eq!(d.size(), 2 * MIB);
     assert_eq!(std::fs::metadata(&path).expect("created").len(), 2 * MIB);
 }
+
+#[test]
+fn open_reports_a_bad_file_spec_naming_the_path() {
+    let dir = scratch();
+    let path = dir.path().join("missing.img");
+    let spec: DeviceSpec = format!("file:{}", path.display())
+        .parse()
+        .expect("valid spec");
+    match dev::open(&spec) {
+        Ok(_) => panic!("a missing file without size= opened"),
+        Err(e) => assert_eq!(
+            e.to_string(),
+            format!(
+                "cannot use {} as a device: no such file (add size=SIZE to create it)",
+                path.display()
+            )
+        ),
+    }
+    let striped: DeviceSpec = format!("stripe:2,mem:1m,file:{}", path.display())
+        .parse()
+        .expect("valid spec");
+    assert!(matches!(dev::open(&striped), Err(DevError::Open { .. })));
+}

@@ -21,6 +21,10 @@
 //! back. A FUA write also updates the saved copy of the sectors it writes (if the page has
 //! one), so those sectors survive a crash while the rest of the page still reverts.
 //!
+//! Undo buffers freed by a flush go back to a small per-shard pool for the next epoch, and a
+//! 64-bit mask records which dirty shards are non-empty, so an fsync-style "write one block,
+//! flush" loop touches one shard per flush rather than all 64.
+//!
 //! Why undo rather than redo: reads are the hot path of a filesystem and must see one image
 //! with no overlay lookup, and a run that never crashes pays only one 4 KiB copy per page per
 //! flush epoch, plus freeing it at the next flush. (An fsync-heavy workload flushes often, so
@@ -53,8 +57,8 @@ pub const MAX_MEM_SIZE: u64 = 16 << 40;
 
 /// What a page looked like at the start of the current flush epoch.
 enum Undo {
-    /// No saved copy: the page is unchanged since the epoch began (or saving was done by a
-    /// FUA-only history, which needs none).
+    /// No saved copy: no non-FUA write has touched the page since the epoch began, so its
+    /// live contents are durable.
     None,
     /// The page had never been written: it reverts to zeroes.
     Zero,
