@@ -509,3 +509,17 @@ fn concurrent_writes_are_all_recorded() {
         .expect("image");
     assert_eq!(read(&*img.dev, 0, 200 * 512), read(&*dev, 0, 200 * 512));
 }
+
+#[test]
+fn flushes_without_writes_do_not_grow_the_log_past_its_limit() {
+    let dev = FaultDev::new_mem(MIB).expect("valid size");
+    dev.set_log_limit(4096);
+    for _ in 0..10_000 {
+        dev.flush().expect("flush");
+    }
+    assert!(dev.log_bytes() <= 4096, "{}", dev.log_bytes());
+    assert!(dev.oldest_flush_point() > 9_000);
+    assert_eq!(dev.flush_count(), 10_000);
+    dev.crash_image(&CrashPlan::at(10_000))
+        .expect("latest point held");
+}

@@ -30,11 +30,13 @@
 //!
 //! Recording costs a copy of every write's payload, held until it is folded into the base
 //! image: the durable image at the oldest flush point still available, a sparse [`MemDev`].
-//! When the payloads held exceed the log limit (default [`DEFAULT_LOG_LIMIT`],
-//! [`FaultDev::set_log_limit`]), the oldest flush points are folded into the base at the next
-//! flush, and crash images before them can no longer be built. So memory stays near the limit
-//! plus the bytes written since the last flush plus the base image (at most the bytes ever
-//! written, in 4 KiB pages). A test that crashes at every flush point of a short script keeps
+//! Each write and flush also costs a small record (tens of bytes). When the log holds more
+//! than its limit (default [`DEFAULT_LOG_LIMIT`], [`FaultDev::set_log_limit`]), the oldest
+//! flush points are folded into the base at the next flush, and crash images before them can
+//! no longer be built. So memory stays near the limit plus the bytes written since the last
+//! flush plus the base image (at most the distinct 4 KiB pages ever written), and a run of
+//! flushes without writes cannot grow it either. Building a crash image copies the base
+//! image, so it costs time and memory in proportion to the pages written. A test that crashes at every flush point of a short script keeps
 //! everything; a long soak test keeps a bounded window of recent points.
 
 use std::collections::VecDeque;
@@ -47,6 +49,14 @@ use crate::fs::dev::{BlockDev, DevError, IoKind, IoReq, SECTOR_SIZE, check_io};
 
 /// Default limit on recorded write payloads before old flush points are folded: 256 MiB.
 pub const DEFAULT_LOG_LIMIT: u64 = 256 << 20;
+
+/// What a flush record costs the log, in bytes.
+const FLUSH_COST: u64 = std::mem::size_of::<FlushRec>() as u64;
+
+/// What a recorded write costs the log: its payload and its record.
+fn write_cost(data: &[u8]) -> u64 {
+    (data.len() + std::mem::size_of::<WriteRec>()) as u64
+}
 
 /// Bytes read at a time when snapshotting a device that is not a [`MemDev`].
 const SNAPSHOT_CHUNK: usize = 1 << 20;
@@ -336,11 +346,13 @@ impl Log {
                 break;
             };
             self.base.write_at(&w.data, w.offset, true)?;
-            self.bytes -= w.data.len() as u64;
+            self.bytes -= write_cost(&w.data);
             self.base_writes += 1;
         }
         for _ in self.base_flush..k {
-            self.flushes.pop_front();
+            if self.flushes.pop_front().is_some() {
+                self.bytes -= FLUSH_COST;
+            }
         }
         self.base_flush = k;
         Ok(())
@@ -471,7 +483,7 @@ impl FaultDev {
         self.log.lock().write_count
     }
 
-    /// Payload bytes the log holds now.
+    /// Bytes the log holds now: write payloads plus a small record per write and flush.
     pub fn log_bytes(&self) -> u64 {
         self.log.lock().bytes
     }
@@ -481,7 +493,8 @@ impl FaultDev {
         self.faults.lock().counts
     }
 
-    /// Fold old flush points once recorded payloads exceed `bytes` (checked at each flush).
+    /// Fold old flush points once the log holds more than `bytes` (see [`FaultDev::log_bytes`];
+    /// checked at each flush).
     pub fn set_log_limit(&self, bytes: u64) {
         self.log.lock().limit = bytes;
     }
@@ -627,7 +640,7 @@ impl FaultDev {
     fn record_write(&self, offset: u64, fua: bool, corruption: bool, data: Box<[u8]>) {
         let mut log = self.log.lock();
         let seq = log.seq();
-        log.bytes += data.len() as u64;
+        log.bytes += write_cost(&data);
         log.write_count += 1;
         log.writes.push_back(WriteRec {
             seq,
@@ -822,6 +835,7 @@ impl BlockDev for FaultDev {
             done_at,
         });
         log.flush_count += 1;
+        log.bytes += FLUSH_COST;
         while log.bytes > log.limit && log.base_flush < log.flush_count {
             let next = log.base_flush + 1;
             log.fold_to(next)?;
