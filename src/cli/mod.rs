@@ -2,6 +2,7 @@
 //! observability and labfs layers land) the `--fs`, `--device`, `-o`, `--trace` and `--stats`
 //! flag groups, each defined once here and flattened into each binary's parser.
 
+pub mod device;
 pub mod units;
 
 /// Exit status for a completed run.
