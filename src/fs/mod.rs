@@ -4,6 +4,8 @@
 //!
 //! - [`format`]: geometry, block kinds, magics, CRC offsets, endian helpers.
 //! - [`error`]: the typed error every labfs operation returns.
+//! - [`btree`]: the one generic CRC'd B+tree (free space, inodes, extent maps, directory hashes).
 
+pub mod btree;
 pub mod error;
 pub mod format;
