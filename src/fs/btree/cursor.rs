@@ -127,8 +127,10 @@ impl<S: BtreeSpec> Cursor<S> {
     /// Position at the record matching `key` per `mode`; Ok(true) if one satisfies it.
     /// (Le: greatest key <= key; Ge: smallest key >= key; Eq: exactly key.)
     ///
-    /// When nothing matches, the cursor is still positioned where the key would go: Le
-    /// before the first record, Eq and Ge at the insertion point.
+    /// When nothing matches, the cursor is still positioned: after an Le miss it is before
+    /// the first record (nothing is <= key) and after a Ge miss after the last, so a step
+    /// reaches the nearest record; after an Eq miss it is at the insertion point, where
+    /// [`Cursor::get`] is not meaningful.
     pub fn lookup(
         &mut self,
         st: &mut (impl BlockStore + ?Sized),
@@ -179,7 +181,7 @@ impl<S: BtreeSpec> Cursor<S> {
 
     /// Insert a record with a key not present (an equal key is FsError::Exists).
     ///
-    /// Afterwards the cursor is on the new record. The root may have changed ([`Self::root`]).
+    /// Afterwards the cursor is on the new record (on the existing one after `Exists`). The root may have changed ([`Self::root`]).
     pub fn insert(&mut self, st: &mut (impl BlockStore + ?Sized), rec: &S::Rec) -> FsResult<()> {
         let r = self.insert_inner(st, rec);
         self.invalidate_on_error(r)

@@ -4,6 +4,7 @@
 mod bench;
 mod corrupt;
 mod counts;
+mod cursor;
 mod format;
 mod model;
 mod support;
