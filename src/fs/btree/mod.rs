@@ -25,7 +25,7 @@
 //! Corruption is never a panic. Every block the tree reads is checked (the store checks magic
 //! and CRC when it comes from disk; [`Cursor`] checks level, record count, self address,
 //! UUID and owner every time); a failure is [`FsError::Corrupt`](crate::fs::error::FsError::Corrupt) naming the block kind and
-//! device address. [`check`] is the fsck oracle: it walks a whole tree and returns every
+//! device address. [`check()`] is the fsck oracle: it walks a whole tree and returns every
 //! structural finding instead of stopping at the first.
 //!
 //! # Block layouts

@@ -30,7 +30,11 @@ fn update(h: &mut Harness<TinyShort>, key: u32, new: TinyRec) -> Result<(), FsEr
         h.model.insert(new.key, new);
         assert_eq!(c.get(&h.st).unwrap(), Some(new));
     } else {
-        assert_eq!(c.get(&h.st).unwrap(), Some(rec(key)), "refusal keeps the cursor");
+        assert_eq!(
+            c.get(&h.st).unwrap(),
+            Some(rec(key)),
+            "refusal keeps the cursor"
+        );
     }
     h.end(&c);
     r
@@ -40,15 +44,24 @@ fn update(h: &mut Harness<TinyShort>, key: u32, new: TinyRec) -> Result<(), FsEr
 fn update_may_move_a_key_between_its_neighbours_across_leaves() {
     let mut h = two_leaves();
     // 30 is the right leaf's first record: its neighbours are 20 (left leaf) and 40.
-    assert!(matches!(update(&mut h, 30, rec(20)), Err(FsError::Invalid(_))));
-    assert!(matches!(update(&mut h, 30, rec(40)), Err(FsError::Invalid(_))));
+    assert!(matches!(
+        update(&mut h, 30, rec(20)),
+        Err(FsError::Invalid(_))
+    ));
+    assert!(matches!(
+        update(&mut h, 30, rec(40)),
+        Err(FsError::Invalid(_))
+    ));
     assert_eq!(update(&mut h, 30, rec(25)), Ok(()));
     // The parent key followed: the checker agrees and lookups route to the right leaf.
     h.verify();
     h.lookup(25, LookupMode::Eq);
     h.lookup(22, LookupMode::Ge);
     // 20 is the left leaf's last: its next neighbour, 25, is in the right leaf.
-    assert!(matches!(update(&mut h, 20, rec(25)), Err(FsError::Invalid(_))));
+    assert!(matches!(
+        update(&mut h, 20, rec(25)),
+        Err(FsError::Invalid(_))
+    ));
     assert_eq!(update(&mut h, 20, rec(24)), Ok(()));
     // The first and last records of the tree are bounded on one side only.
     assert_eq!(update(&mut h, 10, rec(1)), Ok(()));
@@ -84,12 +97,18 @@ fn unpositioned_cursor_refuses_steps_and_changes() {
     assert!(matches!(c.increment(&mut h.st), Err(FsError::Invalid(_))));
     assert!(matches!(c.decrement(&mut h.st), Err(FsError::Invalid(_))));
     assert!(matches!(c.delete(&mut h.st), Err(FsError::Invalid(_))));
-    assert!(matches!(c.update(&mut h.st, &rec(10)), Err(FsError::Invalid(_))));
+    assert!(matches!(
+        c.update(&mut h.st, &rec(10)),
+        Err(FsError::Invalid(_))
+    ));
     // Off the end is positioned but on no record: still no delete or update.
     assert!(!c.lookup(&mut h.st, &99, LookupMode::Ge).unwrap());
     assert!(matches!(c.delete(&mut h.st), Err(FsError::Invalid(_))));
     assert!(!c.lookup(&mut h.st, &1, LookupMode::Le).unwrap());
-    assert!(matches!(c.update(&mut h.st, &rec(1)), Err(FsError::Invalid(_))));
+    assert!(matches!(
+        c.update(&mut h.st, &rec(1)),
+        Err(FsError::Invalid(_))
+    ));
     h.end(&c);
     h.verify();
 }
