@@ -96,7 +96,8 @@ struct Core<S: BtreeSpec> {
 /// A position in one B+tree, plus the operation counts of everything done through it.
 ///
 /// A cursor lives inside one transaction: the `BufId`s it holds are the store's handles for
-/// that transaction. Positioning operations ([`Cursor::lookup`], [`Cursor::insert`]) must come
+/// that transaction. After one cursor changes a tree, other cursors on it must look up
+/// again before use (as with XFS cursors). Positioning operations ([`Cursor::lookup`], [`Cursor::insert`]) must come
 /// before [`Cursor::get`], stepping, [`Cursor::update`] and [`Cursor::delete`].
 ///
 /// Errors: `Exists` and `Invalid` are refusals made before anything changed. Any other error

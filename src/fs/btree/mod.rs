@@ -296,6 +296,20 @@ impl fmt::Display for BtreeOp {
     }
 }
 
+/// The `/proc/fs/xfs/stat` line a tree's [`OpCounts`] feed, by its block kind: `abtb2`
+/// (bno), `abtc2` (cnt), `ibt2` (ino), `fibt2` (fino), `bmbt2` (extent maps). Directory hash
+/// trees have no btree stat line in XFS (the da btree is not a generic btree), so `None`.
+pub fn stat_line(kind: BlockKind) -> Option<&'static str> {
+    match kind {
+        BlockKind::BnoBtree => Some("abtb2"),
+        BlockKind::CntBtree => Some("abtc2"),
+        BlockKind::InoBtree => Some("ibt2"),
+        BlockKind::FinoBtree => Some("fibt2"),
+        BlockKind::BmapBtree => Some("bmbt2"),
+        _ => None,
+    }
+}
+
 /// Counts of each [`BtreeOp`], indexed by `op as usize`. Counters wrap like XFS's u32 stats.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OpCounts(pub [u32; 15]);

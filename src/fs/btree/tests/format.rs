@@ -8,7 +8,7 @@ use super::super::kinds::{
     CntSpec, DirHashRec, DirHashSpec, FinoSpec, FreeExtent, InoRec, InoSpec,
 };
 use super::super::mem_store::MemStore;
-use super::super::{BtreeOp, BtreeSpec, Layout, OpCounts, create, lsn_offset};
+use super::super::{BtreeOp, BtreeSpec, Layout, OpCounts, create, lsn_offset, stat_line};
 use super::support::{Rng, UUID};
 use crate::fs::error::FsError;
 use crate::fs::format::{BLOCK_SIZE, BlockKind, Magic, endian};
@@ -326,4 +326,15 @@ fn op_counts_print_in_stat_field_order() {
         14,
         "counters wrap like XFS's u32 stats"
     );
+}
+
+#[test]
+fn each_generic_tree_feeds_its_xfs_stat_line() {
+    assert_eq!(stat_line(BnoSpec::kind(0)), Some("abtb2"));
+    assert_eq!(stat_line(CntSpec::kind(0)), Some("abtc2"));
+    assert_eq!(stat_line(InoSpec::kind(0)), Some("ibt2"));
+    assert_eq!(stat_line(FinoSpec::kind(0)), Some("fibt2"));
+    assert_eq!(stat_line(BmbtSpec::kind(0)), Some("bmbt2"));
+    assert_eq!(stat_line(DirHashSpec::kind(0)), None);
+    assert_eq!(stat_line(BlockKind::Agf), None);
 }
