@@ -3,6 +3,8 @@
 //! flag groups, each defined once here and flattened into each binary's parser.
 
 pub mod device;
+pub mod observe;
+pub mod target_args;
 pub mod units;
 
 /// Exit status for a completed run.

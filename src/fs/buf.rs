@@ -88,13 +88,16 @@ pub enum GetMode {
 
 const SHARDS: usize = 64;
 
+/// One shard of the cache index.
+type Shard = Mutex<HashMap<u64, Arc<BufLock>>>;
+
 /// The per-mount metadata buffer cache.
 pub struct BufCache {
     dev: Arc<dyn BlockDev>,
     cksum: Cksum,
     uuid: [u8; 16],
     stats: Arc<MountStats>,
-    shards: Box<[Mutex<HashMap<u64, Arc<BufLock>>>]>,
+    shards: Box<[Shard]>,
     dirty: Mutex<BTreeMap<u64, Arc<BufLock>>>,
     cached_bytes: AtomicU64,
     limit_bytes: u64,
@@ -145,7 +148,7 @@ impl BufCache {
         self.uuid
     }
 
-    fn shard(&self, daddr: Daddr) -> &Mutex<HashMap<u64, Arc<BufLock>>> {
+    fn shard(&self, daddr: Daddr) -> &Shard {
         // Blocks are 8 sectors apart; mix so neighbours land in different shards.
         let h = (daddr.0 >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58;
         &self.shards[h as usize % SHARDS]
@@ -184,7 +187,7 @@ impl BufCache {
         mode: GetMode,
     ) -> FsResult<BufGuard> {
         let b = self.entry(daddr, kind, len);
-        let mut g = match b.try_lock_arc() {
+        let g = match b.try_lock_arc() {
             Some(g) => {
                 self.stats.inc(Stat::BufGetLocked);
                 g
@@ -194,6 +197,39 @@ impl BufCache {
                 b.lock_arc()
             }
         };
+        self.prepare(g, daddr, kind, len, mode)
+    }
+
+    /// Get a buffer locked only if nobody holds it; `Ok(None)` when busy (`buf busy_locked`).
+    pub fn try_get(
+        &self,
+        daddr: Daddr,
+        kind: BlockKind,
+        len: usize,
+        mode: GetMode,
+    ) -> FsResult<Option<BufGuard>> {
+        let b = self.entry(daddr, kind, len);
+        match b.try_lock_arc() {
+            Some(g) => {
+                self.stats.inc(Stat::BufGetLocked);
+                self.prepare(g, daddr, kind, len, mode).map(Some)
+            }
+            None => {
+                self.stats.inc(Stat::BufBusyLocked);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Make a just-locked buffer hold the block: read and verify it, or zero it for a new block.
+    fn prepare(
+        &self,
+        mut g: BufGuard,
+        daddr: Daddr,
+        kind: BlockKind,
+        len: usize,
+        mode: GetMode,
+    ) -> FsResult<BufGuard> {
         if g.bytes.len() != len || (g.valid && g.kind != kind) {
             return Err(FsError::Corrupt {
                 kind,
@@ -381,12 +417,12 @@ impl BufCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fs::dev::ShimMem;
+    use crate::fs::dev::MemDev;
     use crate::fs::format::BLOCK_SIZE;
     use crate::fs::format::endian::put_u32;
 
     fn cache(limit: u64) -> BufCache {
-        let dev: Arc<dyn BlockDev> = Arc::new(ShimMem::new(1 << 24));
+        let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(1 << 24).unwrap());
         BufCache::new(
             dev,
             Cksum::default(),

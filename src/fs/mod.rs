@@ -1,20 +1,71 @@
 //! labfs: a journaling filesystem modelled on XFS, in userspace.
 //!
-//! See `../shared/DESIGN.md` §3 and `../shared/LABFS.md` for the design. Module map:
+//! See `../shared/DESIGN.md` §3 and `../shared/LABFS.md` for the design: how a metadata change
+//! travels (transaction → commit → write-back), the invariants, and the test oracles.
 //!
-//! - [`format`]: geometry, block kinds, magics, CRC offsets, endian helpers, and the
+//! ## Lock order
+//! Locks are taken in this order and never against it (a thread holding a later lock never
+//! waits for an earlier one):
+//!
+//! 1. inode locks (the ILOCK), in ascending inode number; a directory before the inodes it
+//!    names only when its number is lower (`namei` sorts the set an operation needs);
+//! 2. AGI buffers, ascending AG (inode allocation);
+//! 3. AGF buffers, ascending AG (block allocation), then the AGFL;
+//! 4. tree and directory blocks, root to leaf (under the lock of the object that owns them);
+//! 5. inode cluster buffers (only ever taken last, and briefly, to flush or read inodes);
+//! 6. cache shard locks and list locks (never held while waiting for anything else).
+//!
+//! An AG whose header would be locked out of order is only *tried* (`try_read_buf`) and skipped
+//! if busy, as XFS does with `XFS_ALLOC_FLAG_TRYLOCK`.
+//!
+//! ## Modules
+//! - [`format`]: geometry constants, block kinds, magics, CRC offsets, endian helpers, and the
 //!   byte-by-byte layouts of the superblock, AG headers and inodes.
+//! - [`geo`]: AG/block/inode number arithmetic.
 //! - [`error`]: the typed error every labfs operation returns.
 //! - [`cksum`]: the one place metadata CRCs are computed and verified.
 //! - [`dev`]: block devices (memory, file, stripe; latency model; fault shim).
 //! - [`buf`]: the metadata buffer cache.
+//! - [`trans`]: metadata transactions.
 //! - [`btree`]: the one generic B+tree.
+//! - [`alloc`], [`ialloc`]: free space and inode allocation.
+//! - [`bmap`], [`bmbt`]: file block maps (in-core extent lists and their on-disk tree).
+//! - [`inode`], [`icache`]: in-core inodes and their cache.
+//! - [`dir`]: directories (shortform, block, leaf, node).
+//! - [`data`]: page cache, delayed allocation, write-back, fsync.
+//! - [`check`]: fsck, the test oracle.
+//! - [`namei`]: the namespace operations (create, unlink, rename, ...).
+//! - [`mount`], [`mkfs`], [`options`]: making, mounting and configuring a filesystem.
 //! - [`stats`]: XFS-layout statistics.
 
+pub mod alloc;
+pub mod bmap;
+pub mod bmbt;
 pub mod btree;
 pub mod buf;
+pub mod check;
 pub mod cksum;
+pub mod data;
 pub mod dev;
+pub mod dir;
 pub mod error;
 pub mod format;
+pub mod geo;
+pub mod ialloc;
+pub mod icache;
+pub mod inode;
+pub mod mkfs;
+pub mod mount;
+pub mod namei;
+pub mod options;
 pub mod stats;
+pub mod trans;
+
+pub use mount::Fs;
+
+/// Now, in nanoseconds since the epoch (inode timestamps).
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}

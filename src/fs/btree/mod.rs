@@ -152,7 +152,7 @@ pub use block::lsn_offset;
 pub use check::{Finding, Problem, check};
 pub use cursor::Cursor;
 pub use store::{BlockStore, BufId};
-pub use tree::{count_records, create, destroy, for_each_record};
+pub use tree::{blocks, count_records, create, destroy, for_each_record};
 
 use crate::fs::format::BlockKind;
 

@@ -121,3 +121,16 @@ fn walk<S: BtreeSpec>(
     }
     Ok(order)
 }
+
+/// Every block of the tree as (pointer, level), parents before children: what the tree
+/// occupies, for space accounting.
+pub fn blocks<S: BtreeSpec>(
+    st: &mut (impl BlockStore + ?Sized),
+    root: Root,
+    owner: u64,
+) -> FsResult<Vec<(u64, u16)>> {
+    Ok(walk::<S>(st, root, owner, |_| Ok(()))?
+        .into_iter()
+        .map(|(p, l)| (p, l as u16))
+        .collect())
+}

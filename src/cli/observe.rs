@@ -1,0 +1,273 @@
+//! `--trace*` and `--stats*`: the observability flags every binary shares, and the run-time
+//! glue that turns them into a trace session and XFS stat dumps.
+//!
+//! Stat blocks go to stderr (or `--stats-out FILE` for the final one) so that a tool's own
+//! stdout stays byte-compatible with the tool it imitates: a user's fs_mark parser keeps
+//! working with `--stats` on. Blocks are the `/proc/fs/xfs/stat` layout, decodable again with
+//! `--stats-decode` or any tool that reads that file.
+//!
+//! Stats are cleared at the start, as a user writes `stats_clear` before a run:
+//! - on labfs, the mount's own counters are cleared (kernel semantics: all but vnodes[0]);
+//! - on the host, clearing the kernel's counters needs root, so it happens only with
+//!   `--stats-clear`; otherwise fslab reads them before and after and prints the difference,
+//!   which is the same figure without the privilege.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use thiserror::Error;
+
+use crate::fs::stats::MountStats;
+use crate::fs::stats::decode::{StatDiff, StatFile};
+use crate::fs::stats::host::{HostStatsError, clear_host_stats, read_host_stats};
+use crate::trace::session::{
+    DEFAULT_RING_ENTRIES, HistSpec, Session, TraceConfig, TraceFormat, TraceSummary,
+};
+use crate::trace::{TraceError, registry};
+
+/// Observability flags, flattened into each binary's arguments.
+#[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObserveArgs {
+    /// Record tracepoints: comma list of event names or globs (`xfs_ail_*`, `xfs:*`,
+    /// `all`, `!name` to exclude); `--trace list` prints the catalogue and exits.
+    #[arg(long, value_name = "EVENTS")]
+    pub trace: Option<String>,
+    /// Write the trace here instead of stderr.
+    #[arg(long, value_name = "FILE")]
+    pub trace_out: Option<PathBuf>,
+    /// Trace format: `ftrace` (the /sys/kernel/tracing/trace text) or `json` (one object per line).
+    #[arg(long, value_name = "FORMAT", default_value = "ftrace", value_parser = parse_format)]
+    pub trace_format: TraceFormat,
+    /// Keep an ilog2 histogram of an event field, e.g. `crc32c.len` or `crc32c.len/site`
+    /// (grouped); printed to stderr at the end. Repeatable.
+    #[arg(long, value_name = "EVENT.FIELD[/GROUP]", value_parser = parse_hist)]
+    pub trace_hist: Vec<HistSpec>,
+    /// Trace records kept per thread (oldest overwritten, as ftrace's ring buffer).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_RING_ENTRIES)]
+    pub trace_buffer: usize,
+    /// Print the XFS statistics (/proc/fs/xfs/stat layout) for the run at the end, and after
+    /// each loop where the tool has loops (to stderr).
+    #[arg(long)]
+    pub stats: bool,
+    /// Also write the final statistics block to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub stats_out: Option<PathBuf>,
+    /// Print statistics decoded, field by field with their meaning (implies --stats).
+    #[arg(long)]
+    pub stats_decode: bool,
+    /// On the host, clear the kernel's XFS statistics first (needs root); without it fslab
+    /// prints the difference between before and after.
+    #[arg(long)]
+    pub stats_clear: bool,
+}
+
+fn parse_format(s: &str) -> Result<TraceFormat, String> {
+    s.parse().map_err(|e: TraceError| e.to_string())
+}
+
+fn parse_hist(s: &str) -> Result<HistSpec, String> {
+    s.parse().map_err(|e: TraceError| e.to_string())
+}
+
+impl ObserveArgs {
+    /// Whether statistics were asked for.
+    pub fn wants_stats(&self) -> bool {
+        self.stats || self.stats_decode || self.stats_out.is_some()
+    }
+
+    /// Whether the user asked for the event catalogue (`--trace list`).
+    pub fn wants_event_list(&self) -> bool {
+        self.trace.as_deref() == Some("list")
+    }
+}
+
+/// The event catalogue, for `--trace list`.
+pub fn event_list() -> String {
+    registry::render_list()
+}
+
+/// Where a run's statistics come from.
+#[derive(Debug, Clone)]
+pub enum StatsSource {
+    /// A labfs mount's counters.
+    Lab(Arc<MountStats>),
+    /// The host kernel's `/proc/fs/xfs/stat`.
+    Host,
+}
+
+/// Something the observability layer could not do.
+#[derive(Debug, Error)]
+pub enum ObserveError {
+    /// Starting or finishing the trace failed.
+    #[error("--trace: {0}")]
+    Trace(#[from] TraceError),
+    /// The host's statistics could not be read or cleared.
+    #[error("--stats: {0}")]
+    HostStats(#[from] HostStatsError),
+    /// Writing statistics failed.
+    #[error("--stats-out {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// A run's trace session and statistics bookkeeping.
+pub struct Observer {
+    args: ObserveArgs,
+    source: StatsSource,
+    session: Option<Session>,
+    /// Counters at the start (after clearing, when cleared).
+    start: Option<StatFile>,
+    /// Counters at the end of the previous loop.
+    last: Option<StatFile>,
+}
+
+impl Observer {
+    /// Clear/read the statistics and start tracing, as the flags ask.
+    pub fn start(args: &ObserveArgs, source: StatsSource) -> Result<Observer, ObserveError> {
+        let mut obs = Observer {
+            args: args.clone(),
+            source,
+            session: None,
+            start: None,
+            last: None,
+        };
+        if args.wants_stats() {
+            match &obs.source {
+                StatsSource::Lab(m) => m.mount().clear(),
+                StatsSource::Host if args.stats_clear => clear_host_stats()?,
+                StatsSource::Host => {}
+            }
+            let now = obs.read()?;
+            obs.last = Some(now.clone());
+            obs.start = Some(now);
+        }
+        let events = args.trace.clone().unwrap_or_default();
+        if !events.is_empty() || !args.trace_hist.is_empty() {
+            let cfg = TraceConfig {
+                events,
+                format: args.trace_format,
+                out: args.trace_out.clone(),
+                ring_entries_per_thread: args.trace_buffer.max(1),
+                histograms: args.trace_hist.clone(),
+            };
+            obs.session = Some(cfg.start()?);
+        }
+        Ok(obs)
+    }
+
+    fn read(&self) -> Result<StatFile, ObserveError> {
+        Ok(match &self.source {
+            StatsSource::Lab(m) => StatFile::from(&m.mount().snapshot()),
+            StatsSource::Host => read_host_stats()?,
+        })
+    }
+
+    /// Render a block (raw, and decoded when asked).
+    fn render(&self, diff: &StatDiff) -> String {
+        if self.args.stats_decode {
+            diff.decode()
+        } else {
+            diff.render_raw()
+        }
+    }
+
+    /// After loop `n` (1-based) of a multi-loop tool: print that loop's statistics.
+    pub fn loop_done(&mut self, n: u64) -> Result<(), ObserveError> {
+        if !self.args.wants_stats() {
+            return Ok(());
+        }
+        let now = self.read()?;
+        let last = self
+            .last
+            .replace(now.clone())
+            .unwrap_or_else(|| now.clone());
+        let block = self.render(&StatDiff::between(&last, &now));
+        eprint!("# xfs stats for loop {n}\n{block}");
+        Ok(())
+    }
+
+    /// End of run: print the run's statistics and finish the trace (its records go to
+    /// `--trace-out` or stderr; histograms to stderr). Returns the trace summary, if traced.
+    pub fn finish(mut self) -> Result<Option<TraceSummary>, ObserveError> {
+        if self.args.wants_stats() {
+            let now = self.read()?;
+            let start = self.start.take().unwrap_or_else(|| now.clone());
+            let diff = StatDiff::between(&start, &now);
+            eprint!("# xfs stats for the run\n{}", self.render(&diff));
+            if let Some(path) = &self.args.stats_out {
+                let write =
+                    File::create(path).and_then(|mut f| f.write_all(diff.render_raw().as_bytes()));
+                write.map_err(|source| ObserveError::Write {
+                    path: path.clone(),
+                    source,
+                })?;
+            }
+        }
+        let Some(session) = self.session.take() else {
+            return Ok(None);
+        };
+        let summary = session.finish()?;
+        for h in &summary.histograms {
+            eprint!("# histogram {}\n{}", h.spec, h.render_table());
+        }
+        Ok(Some(summary))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::stats::Stat;
+
+    #[test]
+    fn lab_stats_are_cleared_at_start_and_reported_as_the_runs_difference() {
+        let m = Arc::new(MountStats::new());
+        m.add(Stat::DirCreate, 5);
+        let args = ObserveArgs {
+            stats: true,
+            ..ObserveArgs::default()
+        };
+        let obs = Observer::start(&args, StatsSource::Lab(Arc::clone(&m))).unwrap();
+        assert_eq!(
+            m.mount().snapshot().get(Stat::DirCreate),
+            0,
+            "cleared like stats_clear"
+        );
+        m.add(Stat::DirCreate, 3);
+        let now = obs.read().unwrap();
+        let diff = StatDiff::between(obs.start.as_ref().unwrap(), &now);
+        assert_eq!(diff.file().field("dir", "create"), Some(3));
+        obs.finish().unwrap();
+    }
+
+    #[test]
+    fn nothing_is_read_or_started_without_flags() {
+        let obs = Observer::start(&ObserveArgs::default(), StatsSource::Host).unwrap();
+        assert!(obs.start.is_none() && obs.session.is_none());
+        assert!(obs.finish().unwrap().is_none());
+    }
+
+    #[test]
+    fn decode_implies_stats() {
+        let a = ObserveArgs {
+            stats_decode: true,
+            ..ObserveArgs::default()
+        };
+        assert!(a.wants_stats());
+        assert!(
+            ObserveArgs {
+                trace: Some("list".into()),
+                ..ObserveArgs::default()
+            }
+            .wants_event_list()
+        );
+        assert!(event_list().contains("xfs_log_force"));
+    }
+}

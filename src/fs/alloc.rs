@@ -1,0 +1,686 @@
+//! Free-space allocation: each AG's free extents, indexed twice.
+//!
+//! As in XFS, every AG keeps its free extents in two B+trees: by starting block (bno, for
+//! finding neighbours to merge with and allocating next to a given block) and by length
+//! (cnt, for finding the best-fitting extent). Both describe the same set; invariant 6 of
+//! LABFS.md (free + used = total, both trees agree) is checked by the fsck oracle.
+//!
+//! The AGF buffer is the AG's free-space lock: an allocation reads it into the transaction
+//! and holds it to commit. Splitting bno/cnt blocks needs blocks too; they come from the AGFL,
+//! a small stock refilled before each operation ("fixing the free list"), so a tree never
+//! allocates from itself mid-update.
+//!
+//! Stats: `extent_alloc` (extents/blocks allocated and freed) and the `abtb2`/`abtc2` btree
+//! lines (from the cursors' exact tallies).
+
+use std::sync::atomic::Ordering;
+
+use crate::fs::btree::kinds::{BnoSpec, CntSpec, FreeExtent};
+use crate::fs::btree::store::{BlockStore, BufId};
+use crate::fs::btree::{Cursor, LookupMode, Root};
+use crate::fs::error::{FsError, FsResult};
+use crate::fs::format::ag::{
+    AGF_SECTOR, AGFL_SECTOR, AGFL_SIZE, Agf, agfl_get, agfl_set, agfl_slot_range,
+};
+use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr};
+use crate::fs::stats::{BtreeLine, Stat};
+use crate::fs::trans::Trans;
+
+/// What to allocate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllocReq {
+    /// AG to try first.
+    pub agno: u32,
+    /// Try to start exactly here (linear fsblock), e.g. right after a file's last extent.
+    pub near: Option<u64>,
+    /// Fewest blocks acceptable.
+    pub minlen: u32,
+    /// Most blocks wanted.
+    pub maxlen: u32,
+    /// The start must be a multiple of this (AG-relative); 1 for none.
+    pub align: u32,
+    /// Only this AG (inode chunks must come from the AG whose AGI is held).
+    pub this_ag_only: bool,
+    /// The blocks were already taken from the free-block counter (delayed allocation).
+    pub reserved: bool,
+}
+
+impl AllocReq {
+    /// A request for exactly `len` blocks anywhere, starting with AG `agno`.
+    pub fn blocks(agno: u32, len: u32) -> AllocReq {
+        AllocReq {
+            agno,
+            near: None,
+            minlen: len,
+            maxlen: len,
+            align: 1,
+            this_ag_only: false,
+            reserved: false,
+        }
+    }
+}
+
+/// Blocks the AGFL must hold before an operation: enough for every level of both trees to
+/// split once (XFS's `xfs_alloc_min_freelist`).
+fn min_freelist(agf: &Agf) -> u32 {
+    (agf.bno_level + 1) + (agf.cnt_level + 1)
+}
+
+/// The AGF of one AG, held by a transaction.
+struct AgfHandle {
+    agno: u32,
+    agf_buf: BufId,
+    agfl_buf: BufId,
+    agf: Agf,
+}
+
+/// A tree store over one AG's free-space trees: blocks come from and go to the AGFL.
+struct FreeSpaceStore<'t, 'a> {
+    tp: &'t mut Trans<'a>,
+    h: &'t mut AgfHandle,
+}
+
+impl FreeSpaceStore<'_, '_> {
+    fn daddr(&self, agbno: u64) -> Daddr {
+        self.tp.fs().geo.ag_daddr(self.h.agno, agbno as u32)
+    }
+}
+
+impl BlockStore for FreeSpaceStore<'_, '_> {
+    fn uuid(&self) -> [u8; 16] {
+        self.tp.fs().uuid
+    }
+
+    fn read(&mut self, kind: BlockKind, ptr: u64) -> FsResult<BufId> {
+        if ptr >= u64::from(self.h.agf.length) {
+            return Err(FsError::Corrupt {
+                kind,
+                daddr: 0,
+                what: format!("tree pointer {ptr} beyond AG {}", self.h.agno),
+            });
+        }
+        let d = self.daddr(ptr);
+        self.tp.read_buf(d, kind, BLOCK_SIZE)
+    }
+
+    fn daddr(&self, id: BufId) -> Daddr {
+        self.tp.buf_daddr(id)
+    }
+
+    fn bytes(&self, id: BufId) -> &[u8] {
+        self.tp.buf(id)
+    }
+
+    fn bytes_mut(&mut self, id: BufId) -> &mut [u8] {
+        self.tp.buf_mut(id)
+    }
+
+    fn log_range(&mut self, id: BufId, first: usize, last: usize) {
+        self.tp.log_buf(id, first, last);
+    }
+
+    fn alloc(&mut self, kind: BlockKind, _hint: u64) -> FsResult<(u64, BufId)> {
+        let agbno = agfl_take(self.tp, self.h)?;
+        self.h.agf.btreeblks += 1;
+        let d = self.daddr(u64::from(agbno));
+        let id = self.tp.new_buf(d, kind, BLOCK_SIZE)?;
+        Ok((u64::from(agbno), id))
+    }
+
+    fn free(&mut self, kind: BlockKind, ptr: u64) -> FsResult<()> {
+        let d = self.daddr(ptr);
+        let id = self.tp.read_buf(d, kind, BLOCK_SIZE)?;
+        self.tp.inval_buf(id);
+        self.h.agf.btreeblks = self.h.agf.btreeblks.saturating_sub(1);
+        agfl_put(self.tp, self.h, ptr as u32)
+    }
+}
+
+/// Take a block off the AGFL.
+fn agfl_take(tp: &mut Trans, h: &mut AgfHandle) -> FsResult<u32> {
+    if h.agf.flcount == 0 {
+        return Err(FsError::Corrupt {
+            kind: BlockKind::Agfl,
+            daddr: tp.buf_daddr(h.agfl_buf).0,
+            what: "free list empty while a free-space tree needs a block".into(),
+        });
+    }
+    let slot = h.agf.flfirst;
+    let agbno = agfl_get(tp.buf(h.agfl_buf), slot);
+    agfl_set(
+        tp.buf_mut(h.agfl_buf),
+        slot,
+        crate::fs::format::ag::NULL_AGBLOCK,
+    );
+    let (f, l) = agfl_slot_range(slot);
+    tp.log_buf(h.agfl_buf, f, l);
+    h.agf.flcount -= 1;
+    h.agf.flfirst = (slot + 1) % AGFL_SIZE;
+    if h.agf.flcount == 0 {
+        h.agf.fllast = h.agf.flfirst;
+    }
+    Ok(agbno)
+}
+
+/// Put a block on the AGFL.
+fn agfl_put(tp: &mut Trans, h: &mut AgfHandle, agbno: u32) -> FsResult<()> {
+    if h.agf.flcount >= AGFL_SIZE {
+        return Err(FsError::Corrupt {
+            kind: BlockKind::Agfl,
+            daddr: tp.buf_daddr(h.agfl_buf).0,
+            what: "free list overflow".into(),
+        });
+    }
+    let slot = if h.agf.flcount == 0 {
+        h.agf.flfirst
+    } else {
+        (h.agf.fllast + 1) % AGFL_SIZE
+    };
+    agfl_set(tp.buf_mut(h.agfl_buf), slot, agbno);
+    let (f, l) = agfl_slot_range(slot);
+    tp.log_buf(h.agfl_buf, f, l);
+    h.agf.fllast = slot;
+    h.agf.flcount += 1;
+    Ok(())
+}
+
+/// Lock AG `agno`'s AGF (and AGFL) in the transaction; `None` if `try_only` and it is busy.
+fn lock_agf(tp: &mut Trans, agno: u32, try_only: bool) -> FsResult<Option<AgfHandle>> {
+    let geo = tp.fs().geo;
+    let daddr = geo.ag_header_daddr(agno, AGF_SECTOR);
+    let agf_buf = if try_only {
+        match tp.try_read_buf(daddr, BlockKind::Agf, BBSIZE)? {
+            Some(id) => id,
+            None => return Ok(None),
+        }
+    } else {
+        tp.read_buf(daddr, BlockKind::Agf, BBSIZE)?
+    };
+    let agf = Agf::decode(tp.buf(agf_buf), agno, &tp.fs().uuid, daddr)?;
+    let fl_daddr = geo.ag_header_daddr(agno, AGFL_SECTOR);
+    let agfl_buf = tp.read_buf(fl_daddr, BlockKind::Agfl, BBSIZE)?;
+    crate::fs::format::ag::agfl_check(tp.buf(agfl_buf), agno, &tp.fs().uuid, fl_daddr)?;
+    Ok(Some(AgfHandle {
+        agno,
+        agf_buf,
+        agfl_buf,
+        agf,
+    }))
+}
+
+/// Write the in-memory AGF back into its buffer and log it; update the per-AG summary.
+fn put_agf(tp: &mut Trans, h: &AgfHandle) {
+    let uuid = tp.fs().uuid;
+    h.agf.encode(tp.buf_mut(h.agf_buf), &uuid);
+    tp.log_buf(h.agf_buf, 0, 79);
+    let pag = &tp.fs().perag[h.agno as usize];
+    pag.freeblks.store(h.agf.freeblks, Ordering::Relaxed);
+    pag.longest.store(h.agf.longest, Ordering::Relaxed);
+}
+
+/// Run a cursor operation on one of the AG's free-space trees, then store its new root and
+/// height in the AGF and add its tallies to the btree stats.
+fn with_tree<S, R>(
+    tp: &mut Trans,
+    h: &mut AgfHandle,
+    f: impl FnOnce(&mut Cursor<S>, &mut FreeSpaceStore) -> FsResult<R>,
+) -> FsResult<R>
+where
+    S: crate::fs::btree::BtreeSpec + 'static,
+{
+    let is_bno = std::any::TypeId::of::<S>() == std::any::TypeId::of::<BnoSpec>();
+    let root = if is_bno {
+        Root {
+            ptr: u64::from(h.agf.bno_root),
+            level: (h.agf.bno_level - 1) as u16,
+        }
+    } else {
+        Root {
+            ptr: u64::from(h.agf.cnt_root),
+            level: (h.agf.cnt_level - 1) as u16,
+        }
+    };
+    let mut cur = Cursor::<S>::new(root, u64::from(h.agno));
+    let result = {
+        let mut st = FreeSpaceStore {
+            tp: &mut *tp,
+            h: &mut *h,
+        };
+        f(&mut cur, &mut st)
+    };
+    let r = cur.root();
+    if is_bno {
+        h.agf.bno_root = r.ptr as u32;
+        h.agf.bno_level = u32::from(r.level) + 1;
+    } else {
+        h.agf.cnt_root = r.ptr as u32;
+        h.agf.cnt_level = u32::from(r.level) + 1;
+    }
+    let line = if is_bno {
+        BtreeLine::Abtb2
+    } else {
+        BtreeLine::Abtc2
+    };
+    tp.fs().stats.add_btree(line, &cur.take_counts().0);
+    result
+}
+
+/// Keep the AGFL between its minimum and a little above, taking blocks from (or returning
+/// them to) the free-space trees.
+fn fix_freelist(tp: &mut Trans, h: &mut AgfHandle) -> FsResult<()> {
+    let need = min_freelist(&h.agf);
+    while h.agf.flcount < need {
+        // Take the first block of the first free extent by block number.
+        let rec = with_tree::<BnoSpec, _>(tp, h, |cur, st| {
+            if cur.lookup(st, &0, LookupMode::Ge)? {
+                cur.get(st)
+            } else {
+                Ok(None)
+            }
+        })?;
+        let Some(rec) = rec else {
+            return Err(FsError::NoSpace);
+        };
+        take_from_extent(tp, h, rec, rec.start, 1)?;
+        agfl_put(tp, h, rec.start)?;
+    }
+    // Returning a block can merge free extents and join tree blocks, which puts blocks back
+    // on the list; bound the trimming so that can never cycle.
+    for _ in 0..16 {
+        if h.agf.flcount <= need + 8 {
+            break;
+        }
+        let agbno = agfl_take(tp, h)?;
+        give_back(tp, h, agbno, 1)?;
+    }
+    Ok(())
+}
+
+/// Remove `start..start+len` (inside free extent `rec`) from both trees.
+fn take_from_extent(
+    tp: &mut Trans,
+    h: &mut AgfHandle,
+    rec: FreeExtent,
+    start: u32,
+    len: u32,
+) -> FsResult<()> {
+    let left = FreeExtent {
+        start: rec.start,
+        len: start - rec.start,
+    };
+    let right = FreeExtent {
+        start: start + len,
+        len: rec.start + rec.len - start - len,
+    };
+    with_tree::<CntSpec, _>(tp, h, |cur, st| {
+        if !cur.lookup(st, &(rec.len, rec.start), LookupMode::Eq)? {
+            return Err(missing(st.tp, &rec, "cnt"));
+        }
+        cur.delete(st)?;
+        for piece in [left, right] {
+            if piece.len > 0 {
+                cur.insert(st, &piece)?;
+            }
+        }
+        Ok(())
+    })?;
+    with_tree::<BnoSpec, _>(tp, h, |cur, st| {
+        if !cur.lookup(st, &rec.start, LookupMode::Eq)? {
+            return Err(missing(st.tp, &rec, "bno"));
+        }
+        if left.len > 0 {
+            cur.update(st, &left)?;
+        } else {
+            cur.delete(st)?;
+        }
+        if right.len > 0 {
+            cur.insert(st, &right)?;
+        }
+        Ok(())
+    })?;
+    h.agf.freeblks -= len;
+    refresh_longest(tp, h)
+}
+
+fn missing(tp: &Trans, rec: &FreeExtent, tree: &str) -> FsError {
+    FsError::Corrupt {
+        kind: if tree == "bno" {
+            BlockKind::BnoBtree
+        } else {
+            BlockKind::CntBtree
+        },
+        daddr: 0,
+        what: format!(
+            "free extent {}+{} missing from the {tree} tree of fs {:?}",
+            rec.start,
+            rec.len,
+            tp.fs().uuid[0]
+        ),
+    }
+}
+
+/// Recompute `longest` from the last record of the cnt tree.
+fn refresh_longest(tp: &mut Trans, h: &mut AgfHandle) -> FsResult<()> {
+    let last = with_tree::<CntSpec, _>(tp, h, |cur, st| {
+        if cur.lookup(st, &(u32::MAX, u32::MAX), LookupMode::Le)? {
+            cur.get(st)
+        } else {
+            Ok(None)
+        }
+    })?;
+    h.agf.longest = last.map_or(0, |r| r.len);
+    Ok(())
+}
+
+/// Add `agbno..agbno+len` to the free-space trees, merging with free neighbours.
+fn give_back(tp: &mut Trans, h: &mut AgfHandle, agbno: u32, len: u32) -> FsResult<()> {
+    let end = agbno + len;
+    let (left, right) = with_tree::<BnoSpec, _>(tp, h, |cur, st| {
+        let left = if cur.lookup(st, &agbno, LookupMode::Le)? {
+            cur.get(st)?
+        } else {
+            None
+        };
+        if let Some(l) = left {
+            if l.start + l.len > agbno {
+                return Err(FsError::Corrupt {
+                    kind: BlockKind::BnoBtree,
+                    daddr: 0,
+                    what: format!(
+                        "freeing blocks {agbno}+{len} that are already free ({}+{})",
+                        l.start, l.len
+                    ),
+                });
+            }
+        }
+        let right = if cur.lookup(st, &agbno, LookupMode::Ge)? {
+            cur.get(st)?
+        } else {
+            None
+        };
+        if let Some(r) = right {
+            if r.start < end {
+                return Err(FsError::Corrupt {
+                    kind: BlockKind::BnoBtree,
+                    daddr: 0,
+                    what: format!(
+                        "freeing blocks {agbno}+{len} that are already free ({}+{})",
+                        r.start, r.len
+                    ),
+                });
+            }
+        }
+        Ok((
+            left.filter(|l| l.start + l.len == agbno),
+            right.filter(|r| r.start == end),
+        ))
+    })?;
+    let merged = FreeExtent {
+        start: left.map_or(agbno, |l| l.start),
+        len: len + left.map_or(0, |l| l.len) + right.map_or(0, |r| r.len),
+    };
+    with_tree::<BnoSpec, _>(tp, h, |cur, st| {
+        if let Some(r) = right {
+            cur.lookup(st, &r.start, LookupMode::Eq)?;
+            cur.delete(st)?;
+        }
+        match left {
+            Some(l) => {
+                cur.lookup(st, &l.start, LookupMode::Eq)?;
+                cur.update(st, &merged)
+            }
+            None => cur.insert(st, &merged),
+        }
+    })?;
+    with_tree::<CntSpec, _>(tp, h, |cur, st| {
+        for n in [left, right].into_iter().flatten() {
+            cur.lookup(st, &(n.len, n.start), LookupMode::Eq)?;
+            cur.delete(st)?;
+        }
+        cur.insert(st, &merged)
+    })?;
+    h.agf.freeblks += len;
+    h.agf.longest = h.agf.longest.max(merged.len);
+    Ok(())
+}
+
+/// Find where to allocate in a locked AG: exactly at `near` if that block starts enough free
+/// space, else the smallest free extent that fits `maxlen` (aligned), else the largest one if
+/// it still gives `minlen`. Returns the free extent and the chosen start and length.
+fn choose(
+    tp: &mut Trans,
+    h: &mut AgfHandle,
+    req: &AllocReq,
+) -> FsResult<Option<(FreeExtent, u32, u32)>> {
+    let geo = tp.fs().geo;
+    let align = req.align.max(1);
+    let aligned = |s: u32| s.div_ceil(align) * align;
+    if let Some(near) = req.near.filter(|&b| geo.agno_of(b) == h.agno) {
+        let nb = geo.agbno_of(near);
+        let hit = with_tree::<BnoSpec, _>(tp, h, |cur, st| {
+            if cur.lookup(st, &nb, LookupMode::Le)? {
+                cur.get(st)
+            } else {
+                Ok(None)
+            }
+        })?;
+        if let Some(r) = hit {
+            let avail = (r.start + r.len).saturating_sub(nb);
+            if r.start <= nb && nb % align == 0 && avail >= req.minlen {
+                return Ok(Some((r, nb, avail.min(req.maxlen))));
+            }
+        }
+    }
+    let want = req.maxlen + align - 1;
+    let fit = with_tree::<CntSpec, _>(tp, h, |cur, st| {
+        if cur.lookup(st, &(want, 0), LookupMode::Ge)? {
+            cur.get(st)
+        } else {
+            Ok(None)
+        }
+    })?;
+    if let Some(r) = fit {
+        return Ok(Some((r, aligned(r.start), req.maxlen)));
+    }
+    let largest = with_tree::<CntSpec, _>(tp, h, |cur, st| {
+        if cur.lookup(st, &(u32::MAX, u32::MAX), LookupMode::Le)? {
+            cur.get(st)
+        } else {
+            Ok(None)
+        }
+    })?;
+    if let Some(r) = largest {
+        let s = aligned(r.start);
+        let avail = (r.start + r.len).saturating_sub(s);
+        if avail >= req.minlen {
+            return Ok(Some((r, s, avail.min(req.maxlen))));
+        }
+    }
+    Ok(None)
+}
+
+/// Allocate in one locked AG; `None` if it has no room.
+fn alloc_in_ag(tp: &mut Trans, mut h: AgfHandle, req: &AllocReq) -> FsResult<Option<(u64, u32)>> {
+    fix_freelist(tp, &mut h).or_else(|e| {
+        if e == FsError::NoSpace {
+            Ok(())
+        } else {
+            Err(e)
+        }
+    })?;
+    if h.agf.flcount < min_freelist(&h.agf) {
+        put_agf(tp, &h);
+        return Ok(None);
+    }
+    let Some((rec, start, len)) = choose(tp, &mut h, req)? else {
+        put_agf(tp, &h);
+        return Ok(None);
+    };
+    take_from_extent(tp, &mut h, rec, start, len)?;
+    put_agf(tp, &h);
+    let fs = tp.fs();
+    fs.stats.inc(Stat::Allocx);
+    fs.stats.add(Stat::Allocb, len);
+    if !req.reserved {
+        fs.fdblocks.fetch_sub(i64::from(len), Ordering::Relaxed);
+    }
+    Ok(Some((fs.geo.fsblock(h.agno, start), len)))
+}
+
+/// Allocate an extent: returns its first block (linear) and length. Tries the requested AG
+/// first, then the others; never waits for an AG lock out of order (AGFs are locked in
+/// ascending AG order, so when the transaction already holds one, lower AGs are only tried).
+pub fn alloc_extent(tp: &mut Trans, req: &AllocReq) -> FsResult<(u64, u32)> {
+    tp.fs().check_live()?;
+    let agcount = tp.fs().geo.agcount;
+    if req.minlen == 0 || req.minlen > req.maxlen {
+        return Err(FsError::Invalid("allocation of an empty or inverted range"));
+    }
+    let order: Vec<u32> = if req.this_ag_only {
+        vec![req.agno]
+    } else {
+        (0..agcount).map(|i| (req.agno + i) % agcount).collect()
+    };
+    for pass in 0..2 {
+        for &agno in &order {
+            let pag = &tp.fs().perag[agno as usize];
+            if pag.longest.load(Ordering::Relaxed) < req.minlen {
+                continue;
+            }
+            let highest_held = tp.highest_agf_held();
+            let may_block = pass == 1 && highest_held.is_none_or(|h| agno > h)
+                || pass == 0 && agno == req.agno && highest_held.is_none_or(|h| agno >= h);
+            let Some(h) = lock_agf(tp, agno, !may_block)? else {
+                continue;
+            };
+            if let Some(got) = alloc_in_ag(tp, h, req)? {
+                return Ok(got);
+            }
+        }
+    }
+    Err(FsError::NoSpace)
+}
+
+/// Free `len` blocks starting at linear block `fsblock`.
+pub fn free_extent(tp: &mut Trans, fsblock: u64, len: u32) -> FsResult<()> {
+    let fs = tp.fs();
+    let geo = fs.geo;
+    let agno = geo.agno_of(fsblock);
+    let agbno = geo.agbno_of(fsblock);
+    if len == 0
+        || agno >= geo.agcount
+        || u64::from(agbno) + u64::from(len) > u64::from(geo.ag_len(agno))
+    {
+        return Err(FsError::Corrupt {
+            kind: BlockKind::BnoBtree,
+            daddr: 0,
+            what: format!("freeing blocks {fsblock}+{len} outside the filesystem"),
+        });
+    }
+    let Some(mut h) = lock_agf(tp, agno, false)? else {
+        return Err(FsError::Invalid("AGF lock"));
+    };
+    fix_freelist(tp, &mut h).or_else(|e| {
+        if e == FsError::NoSpace {
+            Ok(())
+        } else {
+            Err(e)
+        }
+    })?;
+    give_back(tp, &mut h, agbno, len)?;
+    put_agf(tp, &h);
+    let fs = tp.fs();
+    fs.stats.inc(Stat::Freex);
+    fs.stats.add(Stat::Freeb, len);
+    fs.fdblocks.fetch_add(i64::from(len), Ordering::Relaxed);
+    Ok(())
+}
+
+/// One AG's free space as its structures record it (for the checker and tests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgSpace {
+    /// The AGF.
+    pub agf: Agf,
+    /// Free extents from the bno tree, in block order.
+    pub by_bno: Vec<FreeExtent>,
+    /// Free extents from the cnt tree, in (length, block) order.
+    pub by_cnt: Vec<FreeExtent>,
+    /// Blocks on the AGFL.
+    pub agfl: Vec<u32>,
+}
+
+/// Read one AG's free-space records.
+pub fn ag_space(tp: &mut Trans, agno: u32) -> FsResult<AgSpace> {
+    let Some(mut h) = lock_agf(tp, agno, false)? else {
+        return Err(FsError::Invalid("AGF lock"));
+    };
+    let by_bno = with_tree::<BnoSpec, _>(tp, &mut h, |cur, st| collect(cur, st, &0))?;
+    let by_cnt = with_tree::<CntSpec, _>(tp, &mut h, |cur, st| collect(cur, st, &(0, 0)))?;
+    let agfl = (0..h.agf.flcount)
+        .map(|i| agfl_get(tp.buf(h.agfl_buf), (h.agf.flfirst + i) % AGFL_SIZE))
+        .collect();
+    Ok(AgSpace {
+        agf: h.agf,
+        by_bno,
+        by_cnt,
+        agfl,
+    })
+}
+
+/// fsck for one AG's free-space trees: the blocks they occupy and every structural problem.
+pub fn check_trees(tp: &mut Trans, agno: u32) -> FsResult<(Vec<u32>, Vec<String>)> {
+    let Some(mut h) = lock_agf(tp, agno, false)? else {
+        return Err(FsError::Invalid("AGF lock"));
+    };
+    let mut blocks = Vec::new();
+    let mut findings = Vec::new();
+    let (bno_root, cnt_root) = (
+        Root {
+            ptr: u64::from(h.agf.bno_root),
+            level: (h.agf.bno_level - 1) as u16,
+        },
+        Root {
+            ptr: u64::from(h.agf.cnt_root),
+            level: (h.agf.cnt_level - 1) as u16,
+        },
+    );
+    let owner = u64::from(agno);
+    let mut st = FreeSpaceStore {
+        tp: &mut *tp,
+        h: &mut h,
+    };
+    for f in crate::fs::btree::check::<BnoSpec>(&mut st, bno_root, owner)? {
+        findings.push(format!("AG {agno} bno tree: {f}"));
+    }
+    for f in crate::fs::btree::check::<CntSpec>(&mut st, cnt_root, owner)? {
+        findings.push(format!("AG {agno} cnt tree: {f}"));
+    }
+    if findings.is_empty() {
+        for (ptr, _) in crate::fs::btree::blocks::<BnoSpec>(&mut st, bno_root, owner)? {
+            blocks.push(ptr as u32);
+        }
+        for (ptr, _) in crate::fs::btree::blocks::<CntSpec>(&mut st, cnt_root, owner)? {
+            blocks.push(ptr as u32);
+        }
+    }
+    Ok((blocks, findings))
+}
+
+fn collect<S: crate::fs::btree::BtreeSpec<Rec = FreeExtent>>(
+    cur: &mut Cursor<S>,
+    st: &mut FreeSpaceStore,
+    first: &S::Key,
+) -> FsResult<Vec<FreeExtent>> {
+    let mut out = Vec::new();
+    if cur.lookup(st, first, LookupMode::Ge)? {
+        loop {
+            if let Some(r) = cur.get(st)? {
+                out.push(r);
+            }
+            if !cur.increment(st)? {
+                break;
+            }
+        }
+    }
+    Ok(out)
+}

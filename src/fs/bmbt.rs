@@ -1,0 +1,308 @@
+//! The on-disk extent-map B+tree of files with many extents (XFS's bmbt).
+//!
+//! [`crate::fs::bmap`] keeps the in-core extent list; this module keeps the tree in step with
+//! it. A fork switches to btree format when its extents no longer fit the inode's literal area
+//! (21), and back to extents format when they fit again with room to spare, as XFS converts
+//! between its formats. Tree blocks are allocated near the inode and counted in the inode's
+//! `nblocks`; their operations feed the `bmbt2` stat line.
+
+use crate::fs::Fs;
+use crate::fs::alloc::{AllocReq, alloc_extent, free_extent};
+use crate::fs::bmap::ListChange;
+use crate::fs::btree::kinds::BmbtSpec;
+use crate::fs::btree::store::{BlockStore, BufId};
+use crate::fs::btree::{self, Cursor, LookupMode, Root};
+use crate::fs::error::{FsError, FsResult};
+use crate::fs::format::dinode::MAX_INLINE_EXTENTS;
+use crate::fs::format::{BLOCK_SIZE, BlockKind, Daddr};
+use crate::fs::inode::{DataFork, Extent, ForkRoot};
+use crate::fs::stats::BtreeLine;
+use crate::fs::trans::{InodeId, Trans};
+
+/// Convert back to extents format when the count drops this far below the inline limit
+/// (hysteresis, so a file hovering at the limit does not convert on every write).
+const BACK_TO_EXTENTS: usize = MAX_INLINE_EXTENTS - 4;
+
+/// Tree store for one inode's bmbt: linear block pointers, blocks from the inode's AG.
+struct BmapStore<'t, 'a> {
+    tp: &'t mut Trans<'a>,
+    ip: Option<InodeId>,
+    agno: u32,
+    blocks_delta: i64,
+}
+
+impl BlockStore for BmapStore<'_, '_> {
+    fn uuid(&self) -> [u8; 16] {
+        self.tp.fs().uuid
+    }
+
+    fn read(&mut self, kind: BlockKind, ptr: u64) -> FsResult<BufId> {
+        if ptr >= self.tp.fs().geo.dblocks {
+            return Err(FsError::Corrupt {
+                kind,
+                daddr: 0,
+                what: format!("extent tree pointer {ptr} beyond the filesystem"),
+            });
+        }
+        self.tp.read_buf(Daddr::of_block(ptr), kind, BLOCK_SIZE)
+    }
+
+    fn daddr(&self, id: BufId) -> Daddr {
+        self.tp.buf_daddr(id)
+    }
+
+    fn bytes(&self, id: BufId) -> &[u8] {
+        self.tp.buf(id)
+    }
+
+    fn bytes_mut(&mut self, id: BufId) -> &mut [u8] {
+        self.tp.buf_mut(id)
+    }
+
+    fn log_range(&mut self, id: BufId, first: usize, last: usize) {
+        self.tp.log_buf(id, first, last);
+    }
+
+    fn alloc(&mut self, kind: BlockKind, hint: u64) -> FsResult<(u64, BufId)> {
+        let req = AllocReq {
+            near: Some(hint + 1),
+            ..AllocReq::blocks(self.agno, 1)
+        };
+        let (fsb, _) = alloc_extent(self.tp, &req)?;
+        self.blocks_delta += 1;
+        let id = self.tp.new_buf(Daddr::of_block(fsb), kind, BLOCK_SIZE)?;
+        Ok((fsb, id))
+    }
+
+    fn free(&mut self, kind: BlockKind, ptr: u64) -> FsResult<()> {
+        let id = self.read(kind, ptr)?;
+        self.tp.inval_buf(id);
+        self.blocks_delta -= 1;
+        free_extent(self.tp, ptr, 1)
+    }
+}
+
+impl BmapStore<'_, '_> {
+    /// Charge tree blocks to the inode.
+    fn settle(self) {
+        if let Some(ip) = self.ip {
+            let ic = self.tp.ic_mut(ip);
+            ic.di.nblocks = ic.di.nblocks.saturating_add_signed(self.blocks_delta);
+            self.tp.log_inode(ip);
+        }
+    }
+}
+
+/// Read every extent of an inode's bmbt (at iget of a btree-format inode).
+pub fn load_extents(fs: &Fs, ino: u64, root: ForkRoot) -> FsResult<Vec<Extent>> {
+    let mut tp = Trans::new(fs);
+    let agno = fs.geo.ino_agno(ino);
+    let mut st = BmapStore {
+        tp: &mut tp,
+        ip: None,
+        agno,
+        blocks_delta: 0,
+    };
+    let mut cur = Cursor::<BmbtSpec>::new(
+        Root {
+            ptr: root.ptr,
+            level: root.level,
+        },
+        ino,
+    );
+    let mut out = Vec::new();
+    if cur.lookup(&mut st, &0, LookupMode::Ge)? {
+        loop {
+            if let Some(r) = cur.get(&st)? {
+                out.push(r);
+            }
+            if !cur.increment(&mut st)? {
+                break;
+            }
+        }
+    }
+    fs.stats.add_btree(BtreeLine::Bmbt2, &cur.take_counts().0);
+    tp.commit()?;
+    Ok(out)
+}
+
+/// What a fork change asks of the tree.
+#[derive(Debug, Clone, Copy)]
+enum TreeAction {
+    /// Extents format still fits: nothing on disk but the inode.
+    None,
+    /// Too many extents for the inode: build a tree.
+    Build,
+    /// Few enough to fit back in the inode: remove the tree.
+    Remove(ForkRoot),
+    /// Apply the change to the tree.
+    Apply(ForkRoot),
+}
+
+/// Bring the on-disk form of inode `ip`'s fork in line with its in-core extent list after
+/// `change`: apply the change to the tree, or convert between extents and btree format.
+pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<()> {
+    let ino = tp.ino(ip);
+    let agno = tp.fs().geo.ino_agno(ino);
+    let real = |v: &[Extent]| v.iter().filter(|e| !e.is_delalloc()).count();
+    let action = match &tp.ic(ip).fork {
+        DataFork::Extents(list) if real(list) > MAX_INLINE_EXTENTS => TreeAction::Build,
+        DataFork::Btree { root, extents } if real(extents) <= BACK_TO_EXTENTS => {
+            TreeAction::Remove(*root)
+        }
+        DataFork::Btree { root, .. } => TreeAction::Apply(*root),
+        _ => TreeAction::None,
+    };
+    let mut st = BmapStore {
+        tp: &mut *tp,
+        ip: Some(ip),
+        agno,
+        blocks_delta: 0,
+    };
+    let outcome = match action {
+        TreeAction::None => Ok(None),
+        TreeAction::Build => {
+            // Rare (once per file crossing the limit), so copying the list is fine.
+            let list: Vec<Extent> = st.tp.ic(ip).fork.extents().to_vec();
+            let hint = st.tp.fs().geo.fsblock(agno, 0);
+            let built = btree::create::<BmbtSpec>(&mut st, ino, hint).and_then(|root| {
+                st.blocks_delta += 1;
+                let mut cur = Cursor::<BmbtSpec>::new(root, ino);
+                for e in list.iter().filter(|e| !e.is_delalloc()) {
+                    cur.insert(&mut st, e)?;
+                }
+                st.tp
+                    .fs()
+                    .stats
+                    .add_btree(BtreeLine::Bmbt2, &cur.take_counts().0);
+                Ok(cur.root())
+            });
+            built.map(Some)
+        }
+        TreeAction::Remove(root) => btree::destroy::<BmbtSpec>(
+            &mut st,
+            Root {
+                ptr: root.ptr,
+                level: root.level,
+            },
+            ino,
+        )
+        .map(|()| None),
+        TreeAction::Apply(root) => {
+            let mut cur = Cursor::<BmbtSpec>::new(
+                Root {
+                    ptr: root.ptr,
+                    level: root.level,
+                },
+                ino,
+            );
+            let applied = (|| {
+                for e in change.removed.iter().filter(|e| !e.is_delalloc()) {
+                    if !cur.lookup(&mut st, &e.startoff, LookupMode::Eq)? {
+                        return Err(FsError::Corrupt {
+                            kind: BlockKind::BmapBtree,
+                            daddr: 0,
+                            what: format!(
+                                "inode {ino}: extent at file block {} missing from its tree",
+                                e.startoff
+                            ),
+                        });
+                    }
+                    cur.delete(&mut st)?;
+                }
+                for e in change.added.iter().filter(|e| !e.is_delalloc()) {
+                    cur.insert(&mut st, e)?;
+                }
+                Ok(())
+            })();
+            st.tp
+                .fs()
+                .stats
+                .add_btree(BtreeLine::Bmbt2, &cur.take_counts().0);
+            applied.map(|()| Some(cur.root()))
+        }
+    };
+    st.settle();
+    let new_root = outcome?;
+    let fork = &mut tp.ic_mut(ip).fork;
+    match (action, new_root) {
+        (TreeAction::Build | TreeAction::Apply(_), Some(r)) => {
+            let extents = match std::mem::take(fork) {
+                DataFork::Extents(v) | DataFork::Btree { extents: v, .. } => v,
+                DataFork::Local(_) => Vec::new(),
+            };
+            *fork = DataFork::Btree {
+                root: ForkRoot {
+                    ptr: r.ptr,
+                    level: r.level,
+                },
+                extents,
+            };
+        }
+        (TreeAction::Remove(_), _) => {
+            if let DataFork::Btree { extents, .. } = std::mem::take(fork) {
+                *fork = DataFork::Extents(extents);
+            }
+        }
+        _ => {}
+    }
+    tp.log_inode(ip);
+    Ok(())
+}
+
+/// Check an inode's bmbt against its in-core list (for the checker).
+pub fn check_tree(fs: &Fs, ino: u64, root: ForkRoot, extents: &[Extent]) -> FsResult<Vec<String>> {
+    let mut tp = Trans::new(fs);
+    let agno = fs.geo.ino_agno(ino);
+    let mut st = BmapStore {
+        tp: &mut tp,
+        ip: None,
+        agno,
+        blocks_delta: 0,
+    };
+    let r = Root {
+        ptr: root.ptr,
+        level: root.level,
+    };
+    let mut findings: Vec<String> = btree::check::<BmbtSpec>(&mut st, r, ino)?
+        .iter()
+        .map(|f| format!("{f:?}"))
+        .collect();
+    tp.commit()?;
+    let on_disk = load_extents(fs, ino, root)?;
+    let in_core: Vec<Extent> = extents
+        .iter()
+        .filter(|e| !e.is_delalloc())
+        .copied()
+        .collect();
+    if on_disk != in_core {
+        findings.push(format!(
+            "inode {ino}: extent tree ({} records) differs from the in-core list ({})",
+            on_disk.len(),
+            in_core.len()
+        ));
+    }
+    Ok(findings)
+}
+
+/// Every block of an inode's bmbt (for the checker's space accounting).
+pub fn tree_blocks(fs: &Fs, ino: u64, root: ForkRoot) -> FsResult<Vec<u64>> {
+    let mut tp = Trans::new(fs);
+    let agno = fs.geo.ino_agno(ino);
+    let mut st = BmapStore {
+        tp: &mut tp,
+        ip: None,
+        agno,
+        blocks_delta: 0,
+    };
+    let blocks = btree::blocks::<BmbtSpec>(
+        &mut st,
+        Root {
+            ptr: root.ptr,
+            level: root.level,
+        },
+        ino,
+    )?;
+    tp.commit()?;
+    Ok(blocks.into_iter().map(|(p, _)| p).collect())
+}

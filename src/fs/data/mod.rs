@@ -1,0 +1,675 @@
+//! The data path: page cache, delayed allocation, write-back, fsync, truncate, fallocate.
+//!
+//! - **write** copies into cached pages (one per 4 KiB file block) and, for blocks not yet
+//!   mapped, reserves space without choosing blocks: a delayed-allocation extent in the
+//!   in-core map, paid for from the free-block counter (so ENOSPC is reported at write time,
+//!   as on XFS). Each write also updates mtime/ctime in a transaction, as XFS's
+//!   `file_update_time` does; thread 004's millions of async transactions are mostly these.
+//! - **write-back** (fsync, sync, memory pressure, unmount) turns each delayed extent into a
+//!   real one with one allocation (`xstrat quick`, the bytes in `xpc`), writes the dirty pages
+//!   in runs of contiguous blocks, converts written unwritten extents, and puts the inode on
+//!   the writeback list for the duration (`sb_mark/clear_inode_writeback` tracepoints).
+//! - **read** serves cached pages and reads the rest straight from the device; holes,
+//!   delayed and unwritten extents read as zeroes. Reads do not populate the cache (a choice
+//!   for bounded memory; the kernel would cache them).
+//! - **fsync** = write back this file's data, then make metadata durable. Without the journal
+//!   (part 1) that means writing every dirty inode and buffer home and flushing the device;
+//!   part 2 replaces it with a log force up to the inode's last commit.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use crate::fs::Fs;
+use crate::fs::alloc::{AllocReq, alloc_extent};
+use crate::fs::bmap::{self, MAX_EXTENT_LEN};
+use crate::fs::error::{FsError, FsResult};
+use crate::fs::format::{BLOCK_SHIFT, BLOCK_SIZE};
+use crate::fs::inode::{DELALLOC, Extent, Inode, InodeRead, InodeWrite, iflags};
+use crate::fs::options::SyncWait;
+use crate::fs::stats::{Stat, Stat64};
+use crate::fs::trans::{InodeId, Trans};
+use crate::target::FallocMode;
+
+/// Largest file labfs allows (2^43 bytes, well inside the 54-bit block offsets).
+pub const MAX_FILE_SIZE: u64 = 1 << 43;
+
+/// One cached page of file data (one filesystem block).
+#[derive(Debug)]
+pub struct Page {
+    /// The bytes.
+    pub bytes: Box<[u8; BLOCK_SIZE]>,
+    /// Changed since last written to its disk block.
+    pub dirty: bool,
+}
+
+impl Page {
+    fn zeroed() -> Page {
+        Page {
+            bytes: Box::new([0u8; BLOCK_SIZE]),
+            dirty: false,
+        }
+    }
+}
+
+/// A file's cached data: pages by file block number.
+#[derive(Debug, Default)]
+pub struct FileCache {
+    /// Cached pages.
+    pub pages: BTreeMap<u64, Page>,
+    /// Pages with `dirty` set.
+    pub dirty_pages: usize,
+}
+
+/// Drop a file's cached pages (the file is being freed), settling the mount's counters.
+pub(crate) fn drop_cache(fs: &Fs, cache: &FileCache) {
+    fs.dirty_data_pages
+        .fetch_sub(cache.dirty_pages as u64, Ordering::Relaxed);
+    fs.cached_pages
+        .fetch_sub(cache.pages.len() as u64, Ordering::Relaxed);
+}
+
+fn block_of(off: u64) -> u64 {
+    off >> BLOCK_SHIFT
+}
+
+/// Read one block from the device into `out`.
+fn read_block(fs: &Fs, fsblock: u64, out: &mut [u8]) -> FsResult<()> {
+    fs.bufs
+        .dev()
+        .read_at(out, fsblock << BLOCK_SHIFT)
+        .map_err(|e| FsError::Io(format!("reading data block {fsblock}: {e}")))
+}
+
+impl Fs {
+    /// Put an inode on the list of inodes with dirty data (once).
+    fn note_dirty_data(&self, ip: &Arc<Inode>) {
+        if ip.set_flag(iflags::ON_DATA_LIST) {
+            self.dirty_data.lock().push(Arc::clone(ip));
+        }
+    }
+
+    /// Reserve `n` blocks for delayed allocation, keeping a reserve so write-back can still
+    /// allocate tree blocks (XFS keeps `m_alloc_set_aside` for the same reason).
+    fn reserve_blocks(&self, n: u64) -> FsResult<()> {
+        let set_aside = i64::from(self.geo.agcount) * 16;
+        let prev = self.fdblocks.fetch_sub(n as i64, Ordering::AcqRel);
+        if prev - (n as i64) < set_aside {
+            self.fdblocks.fetch_add(n as i64, Ordering::AcqRel);
+            return Err(FsError::NoSpace);
+        }
+        Ok(())
+    }
+
+    /// write(2)/pwrite(2) of `data` at `off`. Returns bytes written.
+    pub fn write(&self, ip: &Arc<Inode>, off: u64, data: &[u8]) -> FsResult<usize> {
+        self.check_live()?;
+        self.stats.inc(Stat::WriteCalls);
+        let end = off
+            .checked_add(data.len() as u64)
+            .filter(|&e| e <= MAX_FILE_SIZE)
+            .ok_or(FsError::TooBig)?;
+        let mut w = InodeWrite::lock(Arc::clone(ip));
+        if w.is_dir() {
+            return Err(FsError::IsDir);
+        }
+        if data.is_empty() {
+            // XFS returns before touching anything (and before the timestamp update).
+            return Ok(0);
+        }
+        self.write_pages(ip, &mut w, off, data)?;
+        if end > w.di.size {
+            w.di.size = end;
+        }
+        self.stats.add64(Stat64::WriteBytes, data.len() as u64);
+        // Timestamp update, its own transaction (XFS: file_update_time -> xfs_vn_update_time).
+        let mut tp = Trans::new(self);
+        let id = tp.join_locked(w);
+        let now = crate::fs::now_ns();
+        let ic = tp.ic_mut(id);
+        ic.di.mtime = now;
+        ic.di.ctime = now;
+        tp.log_inode(id);
+        tp.commit()?;
+        if self.dirty_data_pages.load(Ordering::Relaxed) * BLOCK_SIZE as u64 > self.opts.dirty_bytes
+        {
+            // Throttle the writer the way balance_dirty_pages does: it writes back its own file.
+            self.writeback(ip)?;
+        }
+        Ok(data.len())
+    }
+
+    fn write_pages(
+        &self,
+        ip: &Arc<Inode>,
+        w: &mut InodeWrite,
+        off: u64,
+        data: &[u8],
+    ) -> FsResult<()> {
+        let first = block_of(off);
+        let last = block_of(off + data.len() as u64 - 1);
+        // Reserve the holes first, so a full filesystem fails before anything changes.
+        let mut holes = Vec::new();
+        for b in first..=last {
+            if bmap::lookup(w.fork.extents(), b, &self.stats).is_none() {
+                holes.push(b);
+            }
+        }
+        self.reserve_blocks(holes.len() as u64)?;
+        {
+            let list = bmap::fork_list_mut(&mut w.fork)?;
+            for &b in &holes {
+                bmap::insert(
+                    list,
+                    Extent {
+                        startoff: b,
+                        startblock: DELALLOC,
+                        blockcount: 1,
+                        unwritten: false,
+                    },
+                    &self.stats,
+                );
+            }
+        }
+        let mapping: Vec<Option<Extent>> = (first..=last)
+            .map(|b| bmap::lookup(w.fork.extents(), b, &self.stats))
+            .collect();
+        let size = w.di.size;
+        let cache = w.ext.get_or_insert_with(Box::default);
+        let mut newly_dirty = 0u64;
+        let mut new_pages = 0u64;
+        let mut src = 0usize;
+        for (i, b) in (first..=last).enumerate() {
+            let page_off = if b == first {
+                (off as usize) & (BLOCK_SIZE - 1)
+            } else {
+                0
+            };
+            let n = (BLOCK_SIZE - page_off).min(data.len() - src);
+            if let std::collections::btree_map::Entry::Vacant(slot) = cache.pages.entry(b) {
+                let mut p = Page::zeroed();
+                let partial = page_off != 0 || n != BLOCK_SIZE;
+                let block_start = b << BLOCK_SHIFT;
+                if let Some(e) = mapping[i]
+                    .filter(|e| partial && !e.is_delalloc() && !e.unwritten && block_start < size)
+                {
+                    read_block(self, e.startblock + (b - e.startoff), &mut p.bytes[..])?;
+                }
+                slot.insert(p);
+                new_pages += 1;
+            }
+            let page = cache.pages.get_mut(&b).expect("inserted above");
+            page.bytes[page_off..page_off + n].copy_from_slice(&data[src..src + n]);
+            if !page.dirty {
+                page.dirty = true;
+                cache.dirty_pages += 1;
+                newly_dirty += 1;
+            }
+            src += n;
+        }
+        self.cached_pages.fetch_add(new_pages, Ordering::Relaxed);
+        if newly_dirty > 0 {
+            self.dirty_data_pages
+                .fetch_add(newly_dirty, Ordering::Relaxed);
+            self.note_dirty_data(ip);
+        }
+        Ok(())
+    }
+
+    /// read(2)/pread(2) into `buf` from `off`. Returns bytes read (0 at end of file).
+    pub fn read(&self, ip: &Arc<Inode>, off: u64, buf: &mut [u8]) -> FsResult<usize> {
+        self.check_live()?;
+        self.stats.inc(Stat::ReadCalls);
+        let r = InodeRead::lock(Arc::clone(ip));
+        if r.is_dir() {
+            return Err(FsError::IsDir);
+        }
+        let size = r.di.size;
+        if off >= size || buf.is_empty() {
+            return Ok(0);
+        }
+        let len = buf.len().min((size - off) as usize);
+        let mut done = 0usize;
+        let mut block = vec![0u8; 0];
+        while done < len {
+            let pos = off + done as u64;
+            let b = block_of(pos);
+            let page_off = (pos as usize) & (BLOCK_SIZE - 1);
+            let n = (BLOCK_SIZE - page_off).min(len - done);
+            let out = &mut buf[done..done + n];
+            if let Some(p) = r.ext.as_ref().and_then(|c| c.pages.get(&b)) {
+                out.copy_from_slice(&p.bytes[page_off..page_off + n]);
+            } else {
+                self.stats.inc(Stat::BlkMapr);
+                match bmap::lookup(r.fork.extents(), b, &self.stats) {
+                    Some(e) if !e.is_delalloc() && !e.unwritten => {
+                        if block.is_empty() {
+                            block = vec![0u8; BLOCK_SIZE];
+                        }
+                        read_block(self, e.startblock + (b - e.startoff), &mut block)?;
+                        out.copy_from_slice(&block[page_off..page_off + n]);
+                    }
+                    _ => out.fill(0),
+                }
+            }
+            done += n;
+        }
+        self.stats.add64(Stat64::ReadBytes, len as u64);
+        Ok(len)
+    }
+
+    /// Turn every delayed extent of a locked inode into real blocks (one transaction per
+    /// allocation).
+    fn convert_delalloc(&self, id_lock: InodeWrite) -> FsResult<InodeWrite> {
+        let mut w = id_lock;
+        loop {
+            let Some(d) = w.fork.extents().iter().find(|e| e.is_delalloc()).copied() else {
+                return Ok(w);
+            };
+            let mut tp = Trans::new(self);
+            let id = tp.join_locked(w);
+            let got = self.allocate_for(&mut tp, id, d);
+            let ip = Arc::clone(tp.inode(id));
+            match got {
+                Ok(()) => tp.commit()?,
+                Err(e) => {
+                    drop(tp);
+                    return Err(e);
+                }
+            }
+            w = InodeWrite::lock(ip);
+        }
+    }
+
+    /// Allocate real blocks for (a prefix of) delayed extent `d` of joined inode `id`.
+    fn allocate_for(&self, tp: &mut Trans, id: InodeId, d: Extent) -> FsResult<()> {
+        let ino = tp.ino(id);
+        let near = {
+            let list = tp.ic(id).fork.extents();
+            let i = list.partition_point(|e| e.startoff < d.startoff);
+            i.checked_sub(1)
+                .map(|i| list[i])
+                .filter(|e| !e.is_delalloc())
+                .map(|e| e.startblock + (d.startoff - e.startoff))
+        };
+        let want = d.blockcount.min(MAX_EXTENT_LEN);
+        let req = AllocReq {
+            near,
+            minlen: 1,
+            maxlen: want,
+            reserved: true,
+            ..AllocReq::blocks(self.geo.ino_agno(ino), want)
+        };
+        let (block, got) = alloc_extent(tp, &req)?;
+        self.stats.inc(Stat::XstratQuick);
+        self.stats.inc(Stat::BlkMapw);
+        self.stats
+            .add64(Stat64::XstratBytes, u64::from(got) << BLOCK_SHIFT);
+        bmap::set_mapping(
+            tp,
+            id,
+            Extent {
+                startoff: d.startoff,
+                startblock: block,
+                blockcount: got,
+                unwritten: false,
+            },
+            true,
+        )
+    }
+
+    /// Write back one file's dirty pages. Returns pages written.
+    pub fn writeback(&self, ip: &Arc<Inode>) -> FsResult<usize> {
+        let w = InodeWrite::lock(Arc::clone(ip));
+        if w.ext.as_ref().is_none_or(|c| c.dirty_pages == 0) {
+            return Ok(0);
+        }
+        self.mark_writeback(ip, &w);
+        let result = self.writeback_locked(w);
+        self.clear_writeback(ip);
+        result
+    }
+
+    fn writeback_locked(&self, w: InodeWrite) -> FsResult<usize> {
+        let mut w = self.convert_delalloc(w)?;
+        // Gather runs of dirty pages that are contiguous on disk.
+        let mut runs: Vec<(u64, Vec<u64>)> = Vec::new();
+        let mut unwritten = Vec::new();
+        {
+            let cache = w.ext.as_ref().expect("has dirty pages");
+            for (&b, p) in cache.pages.iter().filter(|(_, p)| p.dirty) {
+                let e = bmap::lookup(w.fork.extents(), b, &self.stats).ok_or_else(|| {
+                    FsError::Corrupt {
+                        kind: crate::fs::format::BlockKind::Inode,
+                        daddr: 0,
+                        what: format!("inode {}: dirty page {b} has no mapping", w.inode().ino),
+                    }
+                })?;
+                let _ = p;
+                let disk = e.startblock + (b - e.startoff);
+                if e.unwritten {
+                    unwritten.push(e);
+                }
+                match runs.last_mut() {
+                    Some((start, blocks)) if *start + blocks.len() as u64 == disk => blocks.push(b),
+                    _ => runs.push((disk, vec![b])),
+                }
+            }
+        }
+        let mut io = Vec::new();
+        let mut written = 0usize;
+        for (disk, blocks) in &runs {
+            io.clear();
+            let cache = w.ext.as_ref().expect("has dirty pages");
+            for b in blocks {
+                io.extend_from_slice(&cache.pages[b].bytes[..]);
+            }
+            self.bufs
+                .dev()
+                .write_at(&io, disk << BLOCK_SHIFT, false)
+                .map_err(|e| FsError::Io(format!("writing data blocks at {disk}: {e}")))?;
+            written += blocks.len();
+        }
+        {
+            let cache = w.ext.as_mut().expect("has dirty pages");
+            for p in cache.pages.values_mut() {
+                p.dirty = false;
+            }
+            cache.dirty_pages = 0;
+        }
+        self.dirty_data_pages
+            .fetch_sub(written as u64, Ordering::Relaxed);
+        if !unwritten.is_empty() {
+            unwritten.dedup();
+            let mut tp = Trans::new(self);
+            let id = tp.join_locked(w);
+            for e in unwritten {
+                bmap::set_mapping(
+                    &mut tp,
+                    id,
+                    Extent {
+                        unwritten: false,
+                        ..e
+                    },
+                    false,
+                )?;
+            }
+            let ip = Arc::clone(tp.inode(id));
+            tp.commit()?;
+            w = InodeWrite::lock(ip);
+        }
+        self.trim_page_cache(&mut w);
+        Ok(written)
+    }
+
+    /// Keep the page cache under its budget by dropping this file's clean pages.
+    fn trim_page_cache(&self, w: &mut InodeWrite) {
+        if self.cached_pages.load(Ordering::Relaxed) * BLOCK_SIZE as u64 <= self.opts.dirty_bytes {
+            return;
+        }
+        if let Some(cache) = w.ext.as_mut() {
+            let before = cache.pages.len();
+            cache.pages.retain(|_, p| p.dirty);
+            self.cached_pages
+                .fetch_sub((before - cache.pages.len()) as u64, Ordering::Relaxed);
+            if cache.pages.is_empty() {
+                w.ext = None;
+            }
+        }
+    }
+
+    fn mark_writeback(&self, ip: &Arc<Inode>, w: &InodeWrite) {
+        if ip.set_flag(iflags::ON_WB_LIST) {
+            self.wb_list.lock().insert(ip.ino, Arc::clone(ip));
+            crate::trace::events::sb_mark_inode_writeback(
+                self.dev_id,
+                ip.ino,
+                0,
+                "I_DIRTY_PAGES",
+                u32::from(w.di.mode),
+            );
+        }
+    }
+
+    fn clear_writeback(&self, ip: &Arc<Inode>) {
+        if ip.clear_flag(iflags::ON_WB_LIST) {
+            self.wb_list.lock().remove(&ip.ino);
+            crate::trace::events::sb_clear_inode_writeback(self.dev_id, ip.ino, 0, "", 0);
+        }
+    }
+
+    /// fsync(2)/fdatasync(2).
+    pub fn fsync(&self, ip: &Arc<Inode>, _datasync: bool) -> FsResult<()> {
+        self.check_live()?;
+        self.writeback(ip)?;
+        self.sync_metadata()
+    }
+
+    /// Write back every file with dirty data.
+    pub fn writeback_all(&self) -> FsResult<()> {
+        let list = std::mem::take(&mut *self.dirty_data.lock());
+        let mut first_err = None;
+        for ip in list {
+            ip.clear_flag(iflags::ON_DATA_LIST);
+            if let Err(e) = self.writeback(&ip) {
+                self.note_dirty_data(&ip);
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Wait for data write-back in flight, finding the inodes to wait on as `sync_wait` says:
+    /// the writeback list, or a walk of every cached inode (the cost thread 002 removed).
+    /// Returns how many inodes were examined.
+    pub fn wait_writeback(&self) -> usize {
+        match self.opts.sync_wait {
+            SyncWait::WbList => {
+                let list: Vec<Arc<Inode>> = self.wb_list.lock().values().cloned().collect();
+                for ip in &list {
+                    // Write-back holds the inode lock for its duration: taking it waits.
+                    drop(InodeRead::lock(Arc::clone(ip)));
+                }
+                list.len()
+            }
+            SyncWait::All => {
+                let mut examined = 0;
+                let mut busy = Vec::new();
+                self.icache.for_each(|ip| {
+                    examined += 1;
+                    if ip.has_flag(iflags::ON_WB_LIST) {
+                        busy.push(Arc::clone(ip));
+                    }
+                });
+                for ip in busy {
+                    drop(InodeRead::lock(ip));
+                }
+                examined
+            }
+        }
+    }
+
+    /// sync(2)/syncfs(2): write back all data, wait for it, make all metadata durable.
+    pub fn sync(&self) -> FsResult<()> {
+        self.check_live()?;
+        self.writeback_all()?;
+        self.wait_writeback();
+        self.sync_metadata()
+    }
+
+    /// truncate(2)/ftruncate(2).
+    pub fn truncate(&self, ip: &Arc<Inode>, size: u64) -> FsResult<()> {
+        self.check_live()?;
+        if size > MAX_FILE_SIZE {
+            return Err(FsError::TooBig);
+        }
+        let mut w = InodeWrite::lock(Arc::clone(ip));
+        if w.is_dir() {
+            return Err(FsError::IsDir);
+        }
+        let old = w.di.size;
+        let keep_blocks = size.div_ceil(BLOCK_SIZE as u64);
+        if size < old {
+            self.drop_pages(&mut w, keep_blocks, u64::MAX);
+            // Zero the tail of a partial last page so growing again reads zeroes.
+            let tail = (size as usize) & (BLOCK_SIZE - 1);
+            if tail != 0 {
+                self.zero_partial(ip, &mut w, size, BLOCK_SIZE - tail)?;
+            }
+        }
+        let mut tp = Trans::new(self);
+        let id = tp.join_locked(w);
+        if size < old {
+            bmap::free_blocks(
+                &mut tp,
+                id,
+                keep_blocks,
+                (MAX_FILE_SIZE >> BLOCK_SHIFT) - keep_blocks,
+            )?;
+        }
+        let now = crate::fs::now_ns();
+        let ic = tp.ic_mut(id);
+        ic.di.size = size;
+        ic.di.mtime = now;
+        ic.di.ctime = now;
+        tp.log_inode(id);
+        tp.commit()
+    }
+
+    /// Drop cached pages of blocks `from..to`, settling counters.
+    fn drop_pages(&self, w: &mut InodeWrite, from: u64, to: u64) {
+        if let Some(cache) = w.ext.as_mut() {
+            let doomed: Vec<u64> = cache.pages.range(from..to).map(|(&b, _)| b).collect();
+            for b in doomed {
+                if let Some(p) = cache.pages.remove(&b) {
+                    self.cached_pages.fetch_sub(1, Ordering::Relaxed);
+                    if p.dirty {
+                        cache.dirty_pages -= 1;
+                        self.dirty_data_pages.fetch_sub(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Zero `len` bytes at `pos` within one block, through the page cache.
+    fn zero_partial(
+        &self,
+        ip: &Arc<Inode>,
+        w: &mut InodeWrite,
+        pos: u64,
+        len: usize,
+    ) -> FsResult<()> {
+        let b = block_of(pos);
+        let mapped = bmap::lookup(w.fork.extents(), b, &self.stats);
+        if mapped.is_none() {
+            return Ok(());
+        }
+        let zeros = vec![0u8; len];
+        self.write_pages(ip, w, pos, &zeros)
+    }
+
+    /// fallocate(2).
+    pub fn fallocate(&self, ip: &Arc<Inode>, mode: FallocMode, off: u64, len: u64) -> FsResult<()> {
+        self.check_live()?;
+        if len == 0 {
+            return Err(FsError::Invalid("fallocate length is zero"));
+        }
+        let end = off
+            .checked_add(len)
+            .filter(|&e| e <= MAX_FILE_SIZE)
+            .ok_or(FsError::TooBig)?;
+        match mode {
+            FallocMode::Allocate | FallocMode::KeepSize => {
+                self.preallocate(ip, off, end, mode == FallocMode::Allocate)
+            }
+            FallocMode::PunchHole => self.punch(ip, off, end),
+            FallocMode::ZeroRange => {
+                self.punch(ip, off, end)?;
+                self.preallocate(ip, off, end, true)
+            }
+        }
+    }
+
+    /// Allocate unwritten extents for the holes in `off..end`.
+    fn preallocate(&self, ip: &Arc<Inode>, off: u64, end: u64, extend: bool) -> FsResult<()> {
+        let first = block_of(off);
+        let last = end.div_ceil(BLOCK_SIZE as u64);
+        let mut w = InodeWrite::lock(Arc::clone(ip));
+        if w.is_dir() {
+            return Err(FsError::IsDir);
+        }
+        let mut b = first;
+        while b < last {
+            match bmap::lookup(w.fork.extents(), b, &self.stats) {
+                Some(e) => b = e.end(),
+                None => {
+                    let hole_end = bmap::next_extent(w.fork.extents(), b)
+                        .map_or(last, |e| e.startoff.min(last));
+                    let count = (hole_end - b).min(u64::from(MAX_EXTENT_LEN)) as u32;
+                    let mut tp = Trans::new(self);
+                    let id = tp.join_locked(w);
+                    let added = bmap::alloc_blocks(&mut tp, id, b, count, true);
+                    let ip2 = Arc::clone(tp.inode(id));
+                    match added {
+                        Ok(v) => {
+                            tp.commit()?;
+                            b += v.iter().map(|e| u64::from(e.blockcount)).sum::<u64>();
+                        }
+                        Err(e) => {
+                            // alloc_blocks fails before changing anything when no space.
+                            drop(tp);
+                            return Err(e);
+                        }
+                    }
+                    w = InodeWrite::lock(ip2);
+                }
+            }
+        }
+        let mut tp = Trans::new(self);
+        let id = tp.join_locked(w);
+        let now = crate::fs::now_ns();
+        let ic = tp.ic_mut(id);
+        if extend && end > ic.di.size {
+            ic.di.size = end;
+        }
+        ic.di.ctime = now;
+        tp.log_inode(id);
+        tp.commit()
+    }
+
+    /// Free whole blocks in `off..end` and zero the partial edges.
+    fn punch(&self, ip: &Arc<Inode>, off: u64, end: u64) -> FsResult<()> {
+        let mut w = InodeWrite::lock(Arc::clone(ip));
+        if w.is_dir() {
+            return Err(FsError::IsDir);
+        }
+        let end = end.min(w.di.size.max(off));
+        if end <= off {
+            return Ok(());
+        }
+        let first_whole = off.div_ceil(BLOCK_SIZE as u64);
+        let last_whole = block_of(end);
+        // Partial edges are zeroed in place.
+        let head = ((first_whole << BLOCK_SHIFT).min(end) - off) as usize;
+        if head > 0 {
+            self.zero_partial(ip, &mut w, off, head)?;
+        }
+        if last_whole >= first_whole {
+            let tail_start = (last_whole << BLOCK_SHIFT).max(off);
+            if end > tail_start && tail_start >= first_whole << BLOCK_SHIFT {
+                self.zero_partial(ip, &mut w, tail_start, (end - tail_start) as usize)?;
+            }
+        }
+        if last_whole > first_whole {
+            self.drop_pages(&mut w, first_whole, last_whole);
+            let mut tp = Trans::new(self);
+            let id = tp.join_locked(w);
+            bmap::free_blocks(&mut tp, id, first_whole, last_whole - first_whole)?;
+            tp.ic_mut(id).di.ctime = crate::fs::now_ns();
+            tp.log_inode(id);
+            tp.commit()?;
+        }
+        Ok(())
+    }
+}

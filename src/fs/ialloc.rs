@@ -1,0 +1,502 @@
+//! Inode allocation: chunks of 64 inodes, tracked per AG by the inode B+trees.
+//!
+//! As in XFS (v5, finobt=1): every AG's inode chunks are records of the inobt (first inode,
+//! free bitmap, free count); the finobt holds the same records but only for chunks with a free
+//! inode, so finding one is a single lookup instead of a scan. Thread 004's stats show both
+//! (`ibt2`, `fibt2`). The AGI buffer is the AG's inode lock and comes before the AGF in the
+//! lock order, because a new chunk needs blocks.
+//!
+//! A new chunk is 8 aligned blocks, written at once with 64 free inodes (magic, number, UUID,
+//! CRC), so every inode slot on disk always verifies. Freeing the last used inode of a chunk
+//! frees the chunk (XFS's default, `ikeep` off).
+
+use std::sync::atomic::Ordering;
+
+use crate::fs::alloc::{AllocReq, alloc_extent, free_extent};
+use crate::fs::btree::kinds::{FinoSpec, InoRec, InoSpec};
+use crate::fs::btree::store::{BlockStore, BufId};
+use crate::fs::btree::{BtreeSpec, Cursor, LookupMode, Root};
+use crate::fs::error::{FsError, FsResult};
+use crate::fs::format::ag::{AGI_SECTOR, Agi};
+use crate::fs::format::dinode::{self, DinodeCore};
+use crate::fs::format::{
+    BBSIZE, BLOCK_SIZE, BlockKind, Daddr, INODE_SIZE, INODES_PER_BLOCK, INODES_PER_CHUNK,
+};
+use crate::fs::geo::Geometry;
+use crate::fs::stats::BtreeLine;
+use crate::fs::trans::Trans;
+
+/// Blocks in one inode chunk.
+pub const CHUNK_BLOCKS: u32 = (INODES_PER_CHUNK / INODES_PER_BLOCK) as u32;
+
+/// The AGI of one AG, held by a transaction.
+struct AgiHandle {
+    agno: u32,
+    buf: BufId,
+    agi: Agi,
+}
+
+/// Tree store for the inode trees: blocks come from the AG's free space.
+struct InodeTreeStore<'t, 'a> {
+    tp: &'t mut Trans<'a>,
+    agno: u32,
+    /// Blocks allocated (+) or freed (-) for the tree being changed.
+    blocks_delta: i32,
+}
+
+impl BlockStore for InodeTreeStore<'_, '_> {
+    fn uuid(&self) -> [u8; 16] {
+        self.tp.fs().uuid
+    }
+
+    fn read(&mut self, kind: BlockKind, ptr: u64) -> FsResult<BufId> {
+        let geo = self.tp.fs().geo;
+        if ptr == 0 || ptr >= u64::from(geo.ag_len(self.agno)) {
+            return Err(FsError::Corrupt {
+                kind,
+                daddr: 0,
+                what: format!("tree pointer {ptr} beyond AG {}", self.agno),
+            });
+        }
+        self.tp
+            .read_buf(geo.ag_daddr(self.agno, ptr as u32), kind, BLOCK_SIZE)
+    }
+
+    fn daddr(&self, id: BufId) -> Daddr {
+        self.tp.buf_daddr(id)
+    }
+
+    fn bytes(&self, id: BufId) -> &[u8] {
+        self.tp.buf(id)
+    }
+
+    fn bytes_mut(&mut self, id: BufId) -> &mut [u8] {
+        self.tp.buf_mut(id)
+    }
+
+    fn log_range(&mut self, id: BufId, first: usize, last: usize) {
+        self.tp.log_buf(id, first, last);
+    }
+
+    fn alloc(&mut self, kind: BlockKind, hint: u64) -> FsResult<(u64, BufId)> {
+        let geo = self.tp.fs().geo;
+        let req = AllocReq {
+            near: Some(geo.fsblock(self.agno, hint as u32 + 1)),
+            this_ag_only: true,
+            ..AllocReq::blocks(self.agno, 1)
+        };
+        let (fsb, _) = alloc_extent(self.tp, &req)?;
+        self.blocks_delta += 1;
+        let id = self.tp.new_buf(Daddr::of_block(fsb), kind, BLOCK_SIZE)?;
+        Ok((u64::from(geo.agbno_of(fsb)), id))
+    }
+
+    fn free(&mut self, kind: BlockKind, ptr: u64) -> FsResult<()> {
+        let geo = self.tp.fs().geo;
+        let id = self.read(kind, ptr)?;
+        self.tp.inval_buf(id);
+        self.blocks_delta -= 1;
+        free_extent(self.tp, geo.fsblock(self.agno, ptr as u32), 1)
+    }
+}
+
+fn lock_agi(tp: &mut Trans, agno: u32, try_only: bool) -> FsResult<Option<AgiHandle>> {
+    let daddr = tp.fs().geo.ag_header_daddr(agno, AGI_SECTOR);
+    let buf = if try_only {
+        match tp.try_read_buf(daddr, BlockKind::Agi, BBSIZE)? {
+            Some(b) => b,
+            None => return Ok(None),
+        }
+    } else {
+        tp.read_buf(daddr, BlockKind::Agi, BBSIZE)?
+    };
+    let agi = Agi::decode(tp.buf(buf), agno, &tp.fs().uuid, daddr)?;
+    Ok(Some(AgiHandle { agno, buf, agi }))
+}
+
+fn put_agi(tp: &mut Trans, h: &AgiHandle) {
+    let uuid = tp.fs().uuid;
+    h.agi.encode(tp.buf_mut(h.buf), &uuid);
+    tp.log_buf(h.buf, 0, 343);
+    let pag = &tp.fs().perag[h.agno as usize];
+    pag.icount.store(h.agi.count, Ordering::Relaxed);
+    pag.ifree.store(h.agi.freecount, Ordering::Relaxed);
+}
+
+/// Run a cursor operation on the inobt (`free == false`) or finobt, then store the new root
+/// in the AGI and add the tallies to the stats.
+fn with_tree<S, R>(
+    tp: &mut Trans,
+    h: &mut AgiHandle,
+    f: impl FnOnce(&mut Cursor<S>, &mut InodeTreeStore) -> FsResult<R>,
+) -> FsResult<R>
+where
+    S: BtreeSpec + 'static,
+{
+    let fino = std::any::TypeId::of::<S>() == std::any::TypeId::of::<FinoSpec>();
+    let root = if fino {
+        Root {
+            ptr: u64::from(h.agi.free_root),
+            level: (h.agi.free_level - 1) as u16,
+        }
+    } else {
+        Root {
+            ptr: u64::from(h.agi.root),
+            level: (h.agi.level - 1) as u16,
+        }
+    };
+    let mut cur = Cursor::<S>::new(root, u64::from(h.agno));
+    let mut st = InodeTreeStore {
+        tp: &mut *tp,
+        agno: h.agno,
+        blocks_delta: 0,
+    };
+    let result = f(&mut cur, &mut st);
+    let delta = st.blocks_delta;
+    let r = cur.root();
+    if fino {
+        h.agi.free_root = r.ptr as u32;
+        h.agi.free_level = u32::from(r.level) + 1;
+        h.agi.fblocks = h.agi.fblocks.saturating_add_signed(delta);
+    } else {
+        h.agi.root = r.ptr as u32;
+        h.agi.level = u32::from(r.level) + 1;
+        h.agi.iblocks = h.agi.iblocks.saturating_add_signed(delta);
+    }
+    let line = if fino {
+        BtreeLine::Fibt2
+    } else {
+        BtreeLine::Ibt2
+    };
+    tp.fs().stats.add_btree(line, &cur.take_counts().0);
+    result
+}
+
+/// Write 64 free inodes into a new chunk's 8 blocks.
+fn init_chunk(tp: &mut Trans, agno: u32, agbno: u32) -> FsResult<()> {
+    let fs = tp.fs();
+    let geo = fs.geo;
+    let uuid = fs.uuid;
+    for b in 0..CHUNK_BLOCKS {
+        let id = tp.new_buf(geo.ag_daddr(agno, agbno + b), BlockKind::Inode, BLOCK_SIZE)?;
+        let first = Geometry::agbno_agino(agbno + b);
+        for slot in 0..INODES_PER_BLOCK as usize {
+            let ino = geo.ino(agno, first + slot as u32);
+            let raw = &mut tp.buf_mut(id)[slot * INODE_SIZE..(slot + 1) * INODE_SIZE];
+            let core = DinodeCore {
+                generation: fresh_generation(ino),
+                ..DinodeCore::default()
+            };
+            dinode::encode_core(raw, ino, &core, &uuid);
+        }
+        tp.log_buf(id, 0, BLOCK_SIZE - 1);
+    }
+    Ok(())
+}
+
+/// A generation number for a newly initialised inode (varies per inode and chunk reuse).
+fn fresh_generation(ino: u64) -> u32 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    (ino as u32).wrapping_mul(2_654_435_761) ^ t
+}
+
+/// Add a chunk to a locked AG. Fails with `NoSpace` if the AG has no 8 aligned blocks.
+fn new_chunk(tp: &mut Trans, h: &mut AgiHandle) -> FsResult<()> {
+    let geo = tp.fs().geo;
+    let req = AllocReq {
+        agno: h.agno,
+        near: None,
+        minlen: CHUNK_BLOCKS,
+        maxlen: CHUNK_BLOCKS,
+        align: CHUNK_BLOCKS,
+        this_ag_only: true,
+        reserved: false,
+    };
+    let (fsb, _) = alloc_extent(tp, &req)?;
+    let agbno = geo.agbno_of(fsb);
+    init_chunk(tp, h.agno, agbno)?;
+    let rec = InoRec {
+        startino: Geometry::agbno_agino(agbno),
+        holemask: 0,
+        count: 64,
+        freecount: 64,
+        free: u64::MAX,
+    };
+    with_tree::<InoSpec, _>(tp, h, |cur, st| cur.insert(st, &rec))?;
+    with_tree::<FinoSpec, _>(tp, h, |cur, st| cur.insert(st, &rec))?;
+    h.agi.count += 64;
+    h.agi.freecount += 64;
+    h.agi.newino = rec.startino;
+    Ok(())
+}
+
+/// Take a free inode in a locked AG (adding a chunk if none is free). Prefers a chunk at or
+/// after `near_agino` (the parent's neighbourhood).
+fn alloc_in_ag(tp: &mut Trans, h: &mut AgiHandle, near_agino: u32) -> FsResult<u64> {
+    if h.agi.freecount == 0 {
+        new_chunk(tp, h)?;
+    }
+    let rec = with_tree::<FinoSpec, _>(tp, h, |cur, st| {
+        let found =
+            cur.lookup(st, &near_agino, LookupMode::Ge)? || cur.lookup(st, &0, LookupMode::Ge)?;
+        if !found {
+            return Ok(None);
+        }
+        cur.get(st)
+    })?;
+    let Some(mut rec) = rec else {
+        return Err(FsError::Corrupt {
+            kind: BlockKind::FinoBtree,
+            daddr: 0,
+            what: format!(
+                "AG {} counts {} free inodes but its finobt is empty",
+                h.agno, h.agi.freecount
+            ),
+        });
+    };
+    if rec.free == 0 || rec.freecount == 0 {
+        return Err(FsError::Corrupt {
+            kind: BlockKind::FinoBtree,
+            daddr: 0,
+            what: format!("finobt record {} has no free inode", rec.startino),
+        });
+    }
+    let bit = rec.free.trailing_zeros();
+    rec.free &= !(1u64 << bit);
+    rec.freecount -= 1;
+    with_tree::<InoSpec, _>(tp, h, |cur, st| {
+        if !cur.lookup(st, &rec.startino, LookupMode::Eq)? {
+            return Err(FsError::Corrupt {
+                kind: BlockKind::InoBtree,
+                daddr: 0,
+                what: format!("chunk {} missing from inobt", rec.startino),
+            });
+        }
+        cur.update(st, &rec)
+    })?;
+    with_tree::<FinoSpec, _>(tp, h, |cur, st| {
+        cur.lookup(st, &rec.startino, LookupMode::Eq)?;
+        if rec.freecount == 0 {
+            cur.delete(st)
+        } else {
+            cur.update(st, &rec)
+        }
+    })?;
+    h.agi.freecount -= 1;
+    put_agi(tp, h);
+    Ok(tp.fs().geo.ino(h.agno, rec.startino + bit))
+}
+
+/// Allocate an inode number for a new inode whose parent directory is `parent`.
+///
+/// Files go in the parent's AG; directories are spread over the AGs (a rotor), as XFS spreads
+/// new directories so their files' later allocations spread too.
+pub fn ialloc(tp: &mut Trans, parent: u64, is_dir: bool) -> FsResult<u64> {
+    let fs = tp.fs();
+    fs.check_live()?;
+    let geo = fs.geo;
+    let start = if is_dir {
+        fs.dir_rotor.fetch_add(1, Ordering::Relaxed) % geo.agcount
+    } else {
+        geo.ino_agno(parent).min(geo.agcount - 1)
+    };
+    let near = if geo.ino_agno(parent) == start {
+        geo.ino_agino(parent)
+    } else {
+        0
+    };
+    for pass in 0..2 {
+        for i in 0..geo.agcount {
+            let agno = (start + i) % geo.agcount;
+            let pag = &fs.perag[agno as usize];
+            let has_free = pag.ifree.load(Ordering::Relaxed) > 0;
+            if pass == 0 && !has_free && pag.longest.load(Ordering::Relaxed) < CHUNK_BLOCKS * 2 {
+                continue;
+            }
+            let highest = tp.highest_agi_held();
+            let may_block = pass == 1 && highest.is_none_or(|h| agno > h)
+                || pass == 0 && i == 0 && highest.is_none();
+            let Some(mut h) = lock_agi(tp, agno, !may_block)? else {
+                continue;
+            };
+            match alloc_in_ag(tp, &mut h, if i == 0 { near } else { 0 }) {
+                Ok(ino) => return Ok(ino),
+                Err(FsError::NoSpace) => {
+                    put_agi(tp, &h);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Err(FsError::NoSpace)
+}
+
+/// Free inode `ino` (already unlinked and truncated): mark it free on disk and in the inode
+/// trees; free its chunk if that was the chunk's last used inode.
+pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<()> {
+    let geo = tp.fs().geo;
+    let agno = geo.ino_agno(ino);
+    let agino = geo.ino_agino(ino);
+    let Some(mut h) = lock_agi(tp, agno, false)? else {
+        return Err(FsError::Invalid("AGI lock"));
+    };
+    let rec = with_tree::<InoSpec, _>(tp, &mut h, |cur, st| {
+        if cur.lookup(st, &agino, LookupMode::Le)? {
+            cur.get(st)
+        } else {
+            Ok(None)
+        }
+    })?;
+    let Some(mut rec) = rec.filter(|r| agino < r.startino + 64) else {
+        return Err(FsError::Corrupt {
+            kind: BlockKind::InoBtree,
+            daddr: 0,
+            what: format!("inode {ino} is in no allocated chunk"),
+        });
+    };
+    let bit = agino - rec.startino;
+    if rec.free & (1u64 << bit) != 0 {
+        return Err(FsError::Corrupt {
+            kind: BlockKind::InoBtree,
+            daddr: 0,
+            what: format!("inode {ino} freed twice"),
+        });
+    }
+    let was_full = rec.freecount == 0;
+    rec.free |= 1u64 << bit;
+    rec.freecount += 1;
+    h.agi.freecount += 1;
+    if rec.freecount as u64 == INODES_PER_CHUNK {
+        // The whole chunk is free: drop it from both trees and give its blocks back.
+        with_tree::<InoSpec, _>(tp, &mut h, |cur, st| {
+            cur.lookup(st, &rec.startino, LookupMode::Eq)?;
+            cur.delete(st)
+        })?;
+        if !was_full {
+            with_tree::<FinoSpec, _>(tp, &mut h, |cur, st| {
+                cur.lookup(st, &rec.startino, LookupMode::Eq)?;
+                cur.delete(st)
+            })?;
+        }
+        let agbno = Geometry::agino_agbno(rec.startino);
+        for b in 0..CHUNK_BLOCKS {
+            let id = tp.read_buf(geo.ag_daddr(agno, agbno + b), BlockKind::Inode, BLOCK_SIZE)?;
+            tp.inval_buf(id);
+        }
+        h.agi.count -= 64;
+        h.agi.freecount -= 64;
+        put_agi(tp, &h);
+        free_extent(tp, geo.fsblock(agno, agbno), CHUNK_BLOCKS)?;
+        return Ok(());
+    }
+    with_tree::<InoSpec, _>(tp, &mut h, |cur, st| {
+        cur.lookup(st, &rec.startino, LookupMode::Eq)?;
+        cur.update(st, &rec)
+    })?;
+    with_tree::<FinoSpec, _>(tp, &mut h, |cur, st| {
+        if was_full {
+            cur.insert(st, &rec)
+        } else {
+            cur.lookup(st, &rec.startino, LookupMode::Eq)?;
+            cur.update(st, &rec)
+        }
+    })?;
+    // The slot on disk becomes a free inode now, so a later mount never sees it in use.
+    let (daddr, off) = geo.ino_location(ino);
+    let id = tp.read_buf(daddr, BlockKind::Inode, BLOCK_SIZE)?;
+    let uuid = tp.fs().uuid;
+    let raw = &mut tp.buf_mut(id)[off..off + INODE_SIZE];
+    let old_gen = dinode::decode_core(raw, ino, &uuid, daddr).map_or(0, |c| c.generation);
+    dinode::encode_core(
+        raw,
+        ino,
+        &DinodeCore {
+            generation: old_gen.wrapping_add(1),
+            ..DinodeCore::default()
+        },
+        &uuid,
+    );
+    dinode::literal_mut(raw).fill(0);
+    tp.log_buf(id, off, off + INODE_SIZE - 1);
+    put_agi(tp, &h);
+    Ok(())
+}
+
+/// Every chunk record of an AG's inobt and finobt, and its AGI (for the checker and tests).
+pub fn ag_inodes(tp: &mut Trans, agno: u32) -> FsResult<(Agi, Vec<InoRec>, Vec<InoRec>)> {
+    let Some(mut h) = lock_agi(tp, agno, false)? else {
+        return Err(FsError::Invalid("AGI lock"));
+    };
+    let ino = with_tree::<InoSpec, _>(tp, &mut h, collect)?;
+    let fino = with_tree::<FinoSpec, _>(tp, &mut h, collect)?;
+    Ok((h.agi, ino, fino))
+}
+
+/// fsck for one AG's inode trees: the blocks they occupy and every structural problem.
+pub fn check_trees(tp: &mut Trans, agno: u32) -> FsResult<(Vec<u32>, Vec<String>)> {
+    let Some(h) = lock_agi(tp, agno, false)? else {
+        return Err(FsError::Invalid("AGI lock"));
+    };
+    let roots = [
+        (
+            "inobt",
+            Root {
+                ptr: u64::from(h.agi.root),
+                level: (h.agi.level - 1) as u16,
+            },
+        ),
+        (
+            "finobt",
+            Root {
+                ptr: u64::from(h.agi.free_root),
+                level: (h.agi.free_level - 1) as u16,
+            },
+        ),
+    ];
+    let owner = u64::from(agno);
+    let mut st = InodeTreeStore {
+        tp: &mut *tp,
+        agno,
+        blocks_delta: 0,
+    };
+    let mut blocks = Vec::new();
+    let mut findings = Vec::new();
+    for (i, (name, root)) in roots.into_iter().enumerate() {
+        let found = if i == 0 {
+            crate::fs::btree::check::<InoSpec>(&mut st, root, owner)?
+        } else {
+            crate::fs::btree::check::<FinoSpec>(&mut st, root, owner)?
+        };
+        if found.is_empty() {
+            let b = if i == 0 {
+                crate::fs::btree::blocks::<InoSpec>(&mut st, root, owner)?
+            } else {
+                crate::fs::btree::blocks::<FinoSpec>(&mut st, root, owner)?
+            };
+            blocks.extend(b.into_iter().map(|(p, _)| p as u32));
+        }
+        findings.extend(found.into_iter().map(|f| format!("AG {agno} {name}: {f}")));
+    }
+    Ok((blocks, findings))
+}
+
+fn collect<S: BtreeSpec<Rec = InoRec, Key = u32>>(
+    cur: &mut Cursor<S>,
+    st: &mut InodeTreeStore,
+) -> FsResult<Vec<InoRec>> {
+    let mut out = Vec::new();
+    if cur.lookup(st, &0, LookupMode::Ge)? {
+        loop {
+            if let Some(r) = cur.get(st)? {
+                out.push(r);
+            }
+            if !cur.increment(st)? {
+                break;
+            }
+        }
+    }
+    Ok(out)
+}

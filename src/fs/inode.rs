@@ -1,0 +1,332 @@
+//! The in-core inode: what labfs keeps in memory for each cached inode, and its lock.
+//!
+//! Millions of these must fit in memory (thread 002 is about sync() with ~10M cached inodes),
+//! so a clean cached inode is small: the decoded core fields, the data fork (an extent list
+//! that does not allocate when empty; shortform directory bytes), a few state bits, and the
+//! lock, one word. Page cache and other per-file I/O state live in [`InodeCore::ext`], a side
+//! structure that exists only while a file has cached data.
+//!
+//! The lock is the ILOCK: shared for lookups and reads, exclusive for changes. Guards are
+//! owned ([`InodeWrite`], [`InodeRead`]) so a transaction can hold the inodes it joined until
+//! commit, the way it holds its buffers.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+use parking_lot::RwLock;
+use parking_lot::lock_api::RawRwLock as _;
+
+use crate::fs::format::dinode::{DinodeCore, ForkFormat};
+use crate::target::FileKind;
+
+/// Mode bits of a regular file (S_IFREG).
+pub const S_IFREG: u16 = 0o100000;
+/// Mode bits of a directory (S_IFDIR).
+pub const S_IFDIR: u16 = 0o040000;
+/// Mode bits of a symlink (S_IFLNK).
+pub const S_IFLNK: u16 = 0o120000;
+/// Type mask (S_IFMT).
+pub const S_IFMT: u16 = 0o170000;
+
+/// One mapping of file blocks to disk blocks: the bmbt record type, used in core too.
+pub use crate::fs::btree::kinds::BmbtRec as Extent;
+
+/// `startblock` of an extent whose blocks are reserved but not yet allocated (delayed
+/// allocation; XFS's "nullstartblock").
+pub const DELALLOC: u64 = u64::MAX;
+
+impl Extent {
+    /// One past the last file block.
+    pub fn end(&self) -> u64 {
+        self.startoff + u64::from(self.blockcount)
+    }
+
+    /// Whether this is a delayed-allocation reservation.
+    pub fn is_delalloc(&self) -> bool {
+        self.startblock == DELALLOC
+    }
+}
+
+/// Where a B+tree-format data fork's tree is rooted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForkRoot {
+    /// Root block (linear fsblock).
+    pub ptr: u64,
+    /// Height - 1 (0: the root is a leaf).
+    pub level: u16,
+}
+
+/// The data fork: what a file's or directory's contents map to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataFork {
+    /// Bytes inside the inode (shortform directory).
+    Local(Box<[u8]>),
+    /// Extents, sorted by `startoff`, kept in the inode (≤ 21 on disk).
+    Extents(Vec<Extent>),
+    /// Extents, also kept in an extent-map B+tree rooted at `root`; the in-core list is the
+    /// authoritative copy for lookups, the tree its on-disk form.
+    Btree {
+        /// The tree's root.
+        root: ForkRoot,
+        /// Every extent, sorted by `startoff`.
+        extents: Vec<Extent>,
+    },
+}
+
+impl Default for DataFork {
+    fn default() -> Self {
+        DataFork::Extents(Vec::new())
+    }
+}
+
+impl DataFork {
+    /// The on-disk format this fork is written in.
+    pub fn format(&self) -> ForkFormat {
+        match self {
+            DataFork::Local(_) => ForkFormat::Local,
+            DataFork::Extents(_) => ForkFormat::Extents,
+            DataFork::Btree { .. } => ForkFormat::Btree,
+        }
+    }
+
+    /// The extent list (empty for a local fork).
+    pub fn extents(&self) -> &[Extent] {
+        match self {
+            DataFork::Local(_) => &[],
+            DataFork::Extents(v) | DataFork::Btree { extents: v, .. } => v,
+        }
+    }
+}
+
+/// Per-file state that only exists while needed (page cache, dirty ranges). Defined by the
+/// data path; an empty placeholder type until a file has cached data.
+pub type InodeExt = crate::fs::data::FileCache;
+
+/// Everything protected by the inode lock.
+#[derive(Debug, Default)]
+pub struct InodeCore {
+    /// The on-disk core fields.
+    pub di: DinodeCore,
+    /// The data fork.
+    pub fork: DataFork,
+    /// Changes not yet written to the inode's home location.
+    pub dirty: bool,
+    /// Open file descriptions referring to this inode (an unlinked inode is freed when
+    /// this reaches zero).
+    pub opens: u32,
+    /// Page cache and other I/O state, when the file has any.
+    pub ext: Option<Box<InodeExt>>,
+}
+
+impl InodeCore {
+    /// The file type bits.
+    pub fn file_type(&self) -> u16 {
+        self.di.mode & S_IFMT
+    }
+
+    /// Whether this is a directory.
+    pub fn is_dir(&self) -> bool {
+        self.file_type() == S_IFDIR
+    }
+
+    /// Whether this is a regular file.
+    pub fn is_reg(&self) -> bool {
+        self.file_type() == S_IFREG
+    }
+
+    /// The kind, as the Target surface reports it.
+    pub fn kind(&self) -> FileKind {
+        match self.file_type() {
+            S_IFREG => FileKind::File,
+            S_IFDIR => FileKind::Dir,
+            S_IFLNK => FileKind::Symlink,
+            _ => FileKind::Other,
+        }
+    }
+}
+
+/// Bits of [`Inode::flags`] (changed without the inode lock, so atomic).
+pub mod iflags {
+    /// On the mount's dirty-inode list.
+    pub const ON_DIRTY_LIST: u8 = 1 << 0;
+    /// On the mount's writeback list (data I/O in flight).
+    pub const ON_WB_LIST: u8 = 1 << 1;
+    /// Freed: unlinked and released; must not be handed out again.
+    pub const FREED: u8 = 1 << 2;
+    /// On the mount's list of inodes with dirty data.
+    pub const ON_DATA_LIST: u8 = 1 << 3;
+}
+
+/// A cached inode.
+pub struct Inode {
+    /// Inode number.
+    pub ino: u64,
+    /// Used since the cache last swept (second-chance reclaim).
+    pub(crate) referenced: AtomicBool,
+    /// List membership bits, [`iflags`].
+    pub(crate) flags: AtomicU8,
+    core: RwLock<InodeCore>,
+}
+
+impl fmt::Debug for Inode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Inode")
+            .field("ino", &self.ino)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Inode {
+    /// A cached inode holding `core`.
+    pub fn new(ino: u64, core: InodeCore) -> Inode {
+        Inode {
+            ino,
+            referenced: AtomicBool::new(true),
+            flags: AtomicU8::new(0),
+            core: RwLock::new(core),
+        }
+    }
+
+    /// Set flag bits; returns whether they were all clear before.
+    pub(crate) fn set_flag(&self, bit: u8) -> bool {
+        self.flags.fetch_or(bit, Ordering::AcqRel) & bit == 0
+    }
+
+    /// Clear flag bits; returns whether any was set.
+    pub(crate) fn clear_flag(&self, bit: u8) -> bool {
+        self.flags.fetch_and(!bit, Ordering::AcqRel) & bit != 0
+    }
+
+    /// Whether a flag bit is set.
+    pub(crate) fn has_flag(&self, bit: u8) -> bool {
+        self.flags.load(Ordering::Acquire) & bit != 0
+    }
+}
+
+/// The inode lock held exclusive, owning a reference to the inode.
+pub struct InodeWrite {
+    ip: Arc<Inode>,
+}
+
+impl InodeWrite {
+    /// Take the lock exclusive, waiting if needed.
+    pub fn lock(ip: Arc<Inode>) -> InodeWrite {
+        // SAFETY: the matching unlock happens exactly once, in Drop.
+        let _token = unsafe { ip.core.raw().lock_exclusive() };
+        InodeWrite { ip }
+    }
+
+    /// Take the lock exclusive if it is free.
+    pub fn try_lock(ip: Arc<Inode>) -> Option<InodeWrite> {
+        // SAFETY: on success the matching unlock happens in Drop.
+        unsafe { ip.core.raw().try_lock_exclusive() }.map(|_token| InodeWrite { ip })
+    }
+
+    /// The inode.
+    pub fn inode(&self) -> &Arc<Inode> {
+        &self.ip
+    }
+}
+
+impl Deref for InodeWrite {
+    type Target = InodeCore;
+    fn deref(&self) -> &InodeCore {
+        // SAFETY: we hold the lock exclusive for our whole lifetime.
+        unsafe { &*self.ip.core.data_ptr() }
+    }
+}
+
+impl DerefMut for InodeWrite {
+    fn deref_mut(&mut self) -> &mut InodeCore {
+        // SAFETY: we hold the lock exclusive and `&mut self` makes this the only access.
+        unsafe { &mut *self.ip.core.data_ptr() }
+    }
+}
+
+impl Drop for InodeWrite {
+    fn drop(&mut self) {
+        // SAFETY: taken exclusive in lock/try_lock, released once here.
+        unsafe { self.ip.core.raw().unlock_exclusive(Default::default()) };
+    }
+}
+
+/// The inode lock held shared, owning a reference to the inode.
+pub struct InodeRead {
+    ip: Arc<Inode>,
+}
+
+impl InodeRead {
+    /// Take the lock shared, waiting if needed.
+    pub fn lock(ip: Arc<Inode>) -> InodeRead {
+        // SAFETY: the matching unlock happens exactly once, in Drop.
+        let _token = unsafe { ip.core.raw().lock_shared() };
+        InodeRead { ip }
+    }
+
+    /// Take the lock shared if no writer holds it.
+    pub fn try_lock(ip: Arc<Inode>) -> Option<InodeRead> {
+        // SAFETY: on success the matching unlock happens in Drop.
+        unsafe { ip.core.raw().try_lock_shared() }.map(|_token| InodeRead { ip })
+    }
+
+    /// The inode.
+    pub fn inode(&self) -> &Arc<Inode> {
+        &self.ip
+    }
+}
+
+impl Deref for InodeRead {
+    type Target = InodeCore;
+    fn deref(&self) -> &InodeCore {
+        // SAFETY: we hold the lock shared; only shared references are handed out.
+        unsafe { &*self.ip.core.data_ptr() }
+    }
+}
+
+impl Drop for InodeRead {
+    fn drop(&mut self) {
+        // SAFETY: taken shared in lock/try_lock, released once here.
+        unsafe { self.ip.core.raw().unlock_shared(Default::default()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_guard_excludes_readers_until_dropped() {
+        let ip = Arc::new(Inode::new(5, InodeCore::default()));
+        let mut w = InodeWrite::lock(Arc::clone(&ip));
+        w.di.nlink = 2;
+        assert!(InodeRead::try_lock(Arc::clone(&ip)).is_none());
+        drop(w);
+        let r = InodeRead::lock(Arc::clone(&ip));
+        assert_eq!(r.di.nlink, 2);
+        assert!(
+            InodeRead::try_lock(Arc::clone(&ip)).is_some(),
+            "readers share"
+        );
+        assert!(InodeWrite::try_lock(Arc::clone(&ip)).is_none());
+    }
+
+    #[test]
+    fn flags_report_transitions() {
+        let ip = Inode::new(1, InodeCore::default());
+        assert!(ip.set_flag(iflags::ON_DIRTY_LIST));
+        assert!(!ip.set_flag(iflags::ON_DIRTY_LIST));
+        assert!(ip.has_flag(iflags::ON_DIRTY_LIST));
+        assert!(ip.clear_flag(iflags::ON_DIRTY_LIST));
+        assert!(!ip.clear_flag(iflags::ON_DIRTY_LIST));
+    }
+
+    #[test]
+    fn clean_cached_inode_is_small() {
+        // The budget is per clean cached inode including the Arc header; the cache's map
+        // entry adds ~20 bytes.
+        let size = std::mem::size_of::<Inode>() + 16;
+        assert!(size <= 200, "Inode is {size} bytes");
+    }
+}

@@ -1,0 +1,320 @@
+//! mkfs: lay an empty labfs onto a device.
+//!
+//! Geometry (block 4 KiB, inode 512 B, `agcount` AGs, an internal log in AG 0) is chosen as
+//! mkfs.xfs chooses it, scaled down so small in-memory devices work. Every AG gets its four
+//! headers and empty tree roots at fixed blocks (`format::ag`), a seeded free list, and one
+//! free extent covering the rest; AG 0 also holds the log. The root directory is then made
+//! through the ordinary inode-allocation and directory code, so mkfs exercises the same paths
+//! as everything after it. The superblock is marked "in progress" until the very end.
+
+use std::sync::Arc;
+
+use crate::fs::Fs;
+use crate::fs::btree::kinds::{BnoSpec, CntSpec, FinoSpec, FreeExtent, InoSpec};
+use crate::fs::btree::store::{BlockStore, BufId};
+use crate::fs::btree::{self, BtreeSpec, Cursor};
+use crate::fs::dev::BlockDev;
+use crate::fs::error::{FsError, FsResult};
+use crate::fs::format::ag::{
+    AGF_SECTOR, AGFL_SECTOR, AGI_SECTOR, Agf, Agi, BNO_ROOT_BLOCK, CNT_ROOT_BLOCK, FINO_ROOT_BLOCK,
+    FIRST_FREE_BLOCK, INO_ROOT_BLOCK, NULL_AGBLOCK, SB_SECTOR, agfl_init, agfl_set,
+};
+use crate::fs::format::dinode::DinodeCore;
+use crate::fs::format::sb::{NULL_INO, Superblock, ceil_log2};
+use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr};
+use crate::fs::geo::Geometry;
+use crate::fs::ialloc::ialloc;
+use crate::fs::inode::S_IFDIR;
+use crate::fs::options::Options;
+use crate::fs::trans::Trans;
+
+/// Blocks seeded onto each AG's free list (enough for height-1 bno and cnt trees to split).
+const AGFL_SEED: u32 = 4;
+/// Smallest AG labfs makes.
+const MIN_AG_BLOCKS: u64 = 256;
+
+/// A store handing out the fixed root blocks at mkfs.
+struct FixedStore<'t, 'a> {
+    tp: &'t mut Trans<'a>,
+    agno: u32,
+    next: u32,
+}
+
+impl BlockStore for FixedStore<'_, '_> {
+    fn uuid(&self) -> [u8; 16] {
+        self.tp.fs().uuid
+    }
+    fn read(&mut self, kind: BlockKind, ptr: u64) -> FsResult<BufId> {
+        let d = self.tp.fs().geo.ag_daddr(self.agno, ptr as u32);
+        self.tp.read_buf(d, kind, BLOCK_SIZE)
+    }
+    fn daddr(&self, id: BufId) -> Daddr {
+        self.tp.buf_daddr(id)
+    }
+    fn bytes(&self, id: BufId) -> &[u8] {
+        self.tp.buf(id)
+    }
+    fn bytes_mut(&mut self, id: BufId) -> &mut [u8] {
+        self.tp.buf_mut(id)
+    }
+    fn log_range(&mut self, id: BufId, first: usize, last: usize) {
+        self.tp.log_buf(id, first, last);
+    }
+    fn alloc(&mut self, kind: BlockKind, _hint: u64) -> FsResult<(u64, BufId)> {
+        let d = self.tp.fs().geo.ag_daddr(self.agno, self.next);
+        let id = self.tp.new_buf(d, kind, BLOCK_SIZE)?;
+        Ok((u64::from(self.next), id))
+    }
+    fn free(&mut self, _kind: BlockKind, _ptr: u64) -> FsResult<()> {
+        Err(FsError::Invalid("mkfs never frees tree blocks"))
+    }
+}
+
+fn make_root<S: BtreeSpec>(tp: &mut Trans, agno: u32, block: u32) -> FsResult<()> {
+    let mut st = FixedStore {
+        tp,
+        agno,
+        next: block,
+    };
+    let root = btree::create::<S>(&mut st, u64::from(agno), u64::from(block))?;
+    debug_assert_eq!(root.ptr, u64::from(block));
+    Ok(())
+}
+
+fn new_uuid() -> [u8; 16] {
+    let mut u = [0u8; 16];
+    let from_urandom = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut u));
+    if from_urandom.is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let mix = t ^ (u128::from(std::process::id()) << 64);
+        u = (mix.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835)).to_le_bytes();
+    }
+    u[6] = (u[6] & 0x0f) | 0x40; // version 4 (random)
+    u[8] = (u[8] & 0x3f) | 0x80;
+    u
+}
+
+/// Choose the geometry for a device of `bytes`.
+pub fn plan(bytes: u64, opts: &Options) -> FsResult<Geometry> {
+    let dblocks = bytes / BLOCK_SIZE as u64;
+    let mut agcount = u64::from(opts.mkfs.agcount.max(1));
+    while agcount > 1 && dblocks / agcount < MIN_AG_BLOCKS {
+        agcount -= 1;
+    }
+    let agblocks = dblocks.div_ceil(agcount);
+    if agblocks < MIN_AG_BLOCKS || agblocks > u64::from(u32::MAX / 2) {
+        return Err(FsError::Invalid(
+            "device too small (labfs needs at least 1 MiB) or too large",
+        ));
+    }
+    // The last AG must be big enough to hold its headers and a chunk; otherwise drop it.
+    let last = dblocks - (agcount - 1) * agblocks;
+    let dblocks = if last < 64 { dblocks - last } else { dblocks };
+    let agcount = dblocks.div_ceil(agblocks);
+    let first_log = u64::from(FIRST_FREE_BLOCK + AGFL_SEED);
+    let room = agblocks - first_log - 64;
+    let logblocks = if opts.mkfs.log_bytes > 0 {
+        (opts.mkfs.log_bytes / BLOCK_SIZE as u64).max(64)
+    } else {
+        (dblocks / 64).clamp(256, 16_384)
+    }
+    .min(room);
+    if logblocks < 64 {
+        return Err(FsError::Invalid("device too small for a log"));
+    }
+    Ok(Geometry {
+        dblocks,
+        agblocks: agblocks as u32,
+        agcount: agcount as u32,
+        agblklog: ceil_log2(agblocks as u32) as u8,
+        logstart: first_log,
+        logblocks: logblocks as u32,
+    })
+}
+
+/// Write the headers, roots and free space of AG `agno`.
+fn init_ag(tp: &mut Trans, agno: u32) -> FsResult<()> {
+    let fs = tp.fs();
+    let geo = fs.geo;
+    let uuid = fs.uuid;
+    let len = geo.ag_len(agno);
+    for (block, f) in [
+        (
+            BNO_ROOT_BLOCK,
+            make_root::<BnoSpec> as fn(&mut Trans, u32, u32) -> FsResult<()>,
+        ),
+        (CNT_ROOT_BLOCK, make_root::<CntSpec>),
+        (INO_ROOT_BLOCK, make_root::<InoSpec>),
+        (FINO_ROOT_BLOCK, make_root::<FinoSpec>),
+    ] {
+        f(tp, agno, block)?;
+    }
+    let agfl_buf = tp.new_buf(
+        geo.ag_header_daddr(agno, AGFL_SECTOR),
+        BlockKind::Agfl,
+        BBSIZE,
+    )?;
+    agfl_init(tp.buf_mut(agfl_buf), agno, &uuid);
+    for i in 0..AGFL_SEED {
+        agfl_set(tp.buf_mut(agfl_buf), i, FIRST_FREE_BLOCK + i);
+    }
+    tp.log_buf(agfl_buf, 0, BBSIZE - 1);
+    let free_start = FIRST_FREE_BLOCK + AGFL_SEED + if agno == 0 { geo.logblocks } else { 0 };
+    let free = FreeExtent {
+        start: free_start,
+        len: len - free_start,
+    };
+    for (block, is_bno) in [(BNO_ROOT_BLOCK, true), (CNT_ROOT_BLOCK, false)] {
+        let mut st = FixedStore {
+            tp: &mut *tp,
+            agno,
+            next: NULL_AGBLOCK,
+        };
+        let root = btree::Root {
+            ptr: u64::from(block),
+            level: 0,
+        };
+        if is_bno {
+            Cursor::<BnoSpec>::new(root, u64::from(agno)).insert(&mut st, &free)?;
+        } else {
+            Cursor::<CntSpec>::new(root, u64::from(agno)).insert(&mut st, &free)?;
+        }
+    }
+    let agf = Agf {
+        seqno: agno,
+        length: len,
+        bno_root: BNO_ROOT_BLOCK,
+        cnt_root: CNT_ROOT_BLOCK,
+        bno_level: 1,
+        cnt_level: 1,
+        flfirst: 0,
+        fllast: AGFL_SEED - 1,
+        flcount: AGFL_SEED,
+        freeblks: free.len,
+        longest: free.len,
+        btreeblks: 0,
+    };
+    let id = tp.new_buf(
+        geo.ag_header_daddr(agno, AGF_SECTOR),
+        BlockKind::Agf,
+        BBSIZE,
+    )?;
+    agf.encode(tp.buf_mut(id), &uuid);
+    tp.log_buf(id, 0, BBSIZE - 1);
+    let agi = Agi {
+        seqno: agno,
+        length: len,
+        count: 0,
+        root: INO_ROOT_BLOCK,
+        level: 1,
+        freecount: 0,
+        newino: NULL_AGBLOCK,
+        free_root: FINO_ROOT_BLOCK,
+        free_level: 1,
+        iblocks: 1,
+        fblocks: 1,
+    };
+    let id = tp.new_buf(
+        geo.ag_header_daddr(agno, AGI_SECTOR),
+        BlockKind::Agi,
+        BBSIZE,
+    )?;
+    agi.encode(tp.buf_mut(id), &uuid);
+    tp.log_buf(id, 0, BBSIZE - 1);
+    Ok(())
+}
+
+/// Write every AG's superblock copy.
+fn write_superblocks(fs: &Fs, sb: &Superblock) -> FsResult<()> {
+    let mut tp = Trans::new(fs);
+    for agno in 0..fs.geo.agcount {
+        let id = tp.new_buf(
+            fs.geo.ag_header_daddr(agno, SB_SECTOR),
+            BlockKind::Superblock,
+            BBSIZE,
+        )?;
+        sb.encode(tp.buf_mut(id));
+        tp.log_buf(id, 0, BBSIZE - 1);
+    }
+    tp.commit()
+}
+
+/// Make a labfs on `dev`, replacing whatever was there.
+pub fn mkfs(dev: Arc<dyn BlockDev>, opts: &Options) -> FsResult<()> {
+    let geo = plan(dev.size(), opts)?;
+    let uuid = new_uuid();
+    let sb = Superblock {
+        dblocks: geo.dblocks,
+        uuid,
+        logstart: geo.logstart,
+        logblocks: geo.logblocks,
+        rootino: NULL_INO,
+        agblocks: geo.agblocks,
+        agcount: geo.agcount,
+        agblklog: geo.agblklog,
+        fname: *b"labfs\0\0\0\0\0\0\0",
+        inprogress: true,
+        icount: 0,
+        ifree: 0,
+        fdblocks: 0,
+        lsn: 0,
+    };
+    let fs = Fs::assemble(Arc::clone(&dev), opts.mount.clone(), &sb, geo);
+    write_superblocks(&fs, &sb)?;
+    let mut tp = Trans::new(&fs);
+    for agno in 0..geo.agcount {
+        init_ag(&mut tp, agno)?;
+    }
+    tp.commit()?;
+    fs.sync_metadata()?;
+    // Reload the per-AG summaries from what was written, as a mount would.
+    let fs = Fs::mount_inprogress(dev, opts.mount.clone(), &sb)?;
+    let rootino = make_root_dir(&fs)?;
+    let mut done = fs.current_superblock();
+    done.rootino = rootino;
+    write_superblocks(&fs, &done)?;
+    fs.sync_metadata()
+}
+
+/// Allocate and initialise the root directory; returns its inode number.
+fn make_root_dir(fs: &Fs) -> FsResult<u64> {
+    let mut tp = Trans::new(fs);
+    let ino = ialloc(&mut tp, fs.geo.ino(0, 0), true)?;
+    let now = crate::fs::now_ns();
+    let di = DinodeCore {
+        mode: S_IFDIR | 0o755,
+        nlink: 2,
+        atime: now,
+        mtime: now,
+        ctime: now,
+        crtime: now,
+        generation: 0,
+        ..DinodeCore::default()
+    };
+    let w = fs.new_inode(ino, di)?;
+    let ip = tp.join_locked(w);
+    crate::fs::dir::init(&mut tp, ip, ino)?;
+    tp.log_inode(ip);
+    tp.commit()?;
+    Ok(ino)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_scales_to_small_and_large_devices() {
+        let g = plan(16 << 20, &Options::default()).unwrap();
+        assert_eq!(g.dblocks, 4096);
+        assert_eq!(g.agcount, 4);
+        assert!(g.logblocks >= 64 && u64::from(g.logblocks) < u64::from(g.agblocks));
+        let g = plan(1 << 30, &Options::default()).unwrap();
+        assert_eq!((g.agcount, g.agblocks), (4, 65_536));
+        assert_eq!(g.logblocks, 4096);
+        assert!(plan(64 << 10, &Options::default()).is_err());
+    }
+}

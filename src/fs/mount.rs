@@ -1,0 +1,457 @@
+//! A mounted labfs (XFS's `xfs_mount`): the shared state every operation reaches through.
+//!
+//! Lifecycle: [`crate::fs::mkfs::mkfs`] writes an empty filesystem; [`Fs::mount`] reads the
+//! superblock and AG headers and builds the in-core state; operations run through
+//! transactions; [`Fs::unmount`] writes everything back and records the summary counters.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use crate::fs::buf::{BufCache, GetMode};
+use crate::fs::cksum::Cksum;
+use crate::fs::dev::BlockDev;
+use crate::fs::error::{FsError, FsResult};
+use crate::fs::format::ag::{AGF_SECTOR, AGI_SECTOR, Agf, Agi};
+use crate::fs::format::dinode::{self, DinodeCore};
+use crate::fs::format::sb::Superblock;
+use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr};
+use crate::fs::geo::Geometry;
+use crate::fs::icache::{InodeCache, Lookup};
+use crate::fs::inode::{DataFork, Inode, InodeCore, InodeWrite, iflags};
+use crate::fs::options::MountOptions;
+use crate::fs::stats::{MountStats, Stat};
+use crate::trace::Dev;
+
+/// In-core per-AG summary, read without locks to choose where to allocate (XFS's `xfs_perag`).
+/// The AGF and AGI buffers are the authority; these follow them under their locks.
+#[derive(Debug, Default)]
+pub struct PerAg {
+    /// Free blocks in the free-space trees.
+    pub freeblks: AtomicU32,
+    /// Longest free extent.
+    pub longest: AtomicU32,
+    /// Allocated inodes.
+    pub icount: AtomicU32,
+    /// Free allocated inodes.
+    pub ifree: AtomicU32,
+}
+
+static NEXT_MINOR: AtomicU32 = AtomicU32::new(0);
+
+/// A mounted labfs.
+pub struct Fs {
+    /// Where everything is.
+    pub geo: Geometry,
+    /// Filesystem UUID.
+    pub uuid: [u8; 16],
+    /// Root directory inode.
+    pub rootino: u64,
+    /// Mount options.
+    pub opts: MountOptions,
+    /// Metadata buffers.
+    pub bufs: BufCache,
+    /// In-core inodes.
+    pub icache: InodeCache,
+    /// This mount's statistics (and the global ones).
+    pub stats: Arc<MountStats>,
+    /// Per-AG summaries.
+    pub perag: Box<[PerAg]>,
+    /// Free data blocks not yet promised to delayed allocations (sb_fdblocks).
+    pub fdblocks: AtomicI64,
+    /// The device number tracepoints print for this mount (major 0, like anonymous mounts).
+    pub dev_id: Dev,
+    /// AG to put the next new directory in.
+    pub(crate) dir_rotor: AtomicU32,
+    dirty_inodes: Mutex<Vec<Arc<Inode>>>,
+    /// Inodes with dirty data pages.
+    pub(crate) dirty_data: Mutex<Vec<Arc<Inode>>>,
+    /// Inodes under data write-back (the superblock writeback list of thread 002).
+    pub(crate) wb_list: Mutex<HashMap<u64, Arc<Inode>>>,
+    /// Dirty data pages in all page caches.
+    pub(crate) dirty_data_pages: AtomicU64,
+    /// Pages in all page caches.
+    pub(crate) cached_pages: AtomicU64,
+    /// Serialises cross-directory renames.
+    pub(crate) rename_lock: Mutex<()>,
+    shut_down: AtomicBool,
+    unmounted: AtomicBool,
+    shutdown_reason: Mutex<Option<String>>,
+    fname: [u8; 12],
+}
+
+impl std::fmt::Debug for Fs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fs")
+            .field("geo", &self.geo)
+            .field("opts", &self.opts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Read and verify the primary superblock of a device.
+pub fn read_superblock(dev: &dyn BlockDev, cksum: Cksum) -> FsResult<Superblock> {
+    let mut b = vec![0u8; BBSIZE];
+    dev.read_at(&mut b, 0)
+        .map_err(|e| FsError::Io(format!("reading the superblock: {e}")))?;
+    if dinode_is_blank(&b) {
+        return Err(FsError::BadSuperblock(
+            "the device is blank (no superblock)".into(),
+        ));
+    }
+    if let Err(m) = cksum.verify(BlockKind::Superblock, &b) {
+        return Err(FsError::Crc {
+            kind: BlockKind::Superblock,
+            daddr: 0,
+            expected: m.expected,
+            found: m.found,
+        });
+    }
+    Superblock::decode(&b, Daddr(0))
+}
+
+fn dinode_is_blank(b: &[u8]) -> bool {
+    b.iter().all(|&x| x == 0)
+}
+
+impl Fs {
+    /// Mount the filesystem on `dev`.
+    pub fn mount(dev: Arc<dyn BlockDev>, opts: MountOptions) -> FsResult<Arc<Fs>> {
+        let cksum = Cksum {
+            mode: opts.cksum,
+            engine: opts.crc,
+        };
+        let sb = read_superblock(dev.as_ref(), cksum)?;
+        if sb.inprogress {
+            return Err(FsError::BadSuperblock(
+                "mkfs did not finish on this image".into(),
+            ));
+        }
+        let geo = Geometry::from_sb(&sb);
+        if geo.sectors() * BBSIZE as u64 > dev.size() {
+            return Err(FsError::BadSuperblock(format!(
+                "filesystem of {} blocks does not fit the {}-byte device",
+                geo.dblocks,
+                dev.size()
+            )));
+        }
+        let fs = Fs::assemble(dev, opts, &sb, geo);
+        fs.load_ag_summaries()?;
+        Ok(Arc::new(fs))
+    }
+
+    /// Mount an image whose mkfs is still running (mkfs itself, after laying out the AGs).
+    pub(crate) fn mount_inprogress(
+        dev: Arc<dyn BlockDev>,
+        opts: MountOptions,
+        sb: &Superblock,
+    ) -> FsResult<Arc<Fs>> {
+        let fs = Fs::assemble(dev, opts, sb, Geometry::from_sb(sb));
+        fs.load_ag_summaries()?;
+        Ok(Arc::new(fs))
+    }
+
+    /// Build the in-core state for a superblock (used by mount and mkfs).
+    pub(crate) fn assemble(
+        dev: Arc<dyn BlockDev>,
+        opts: MountOptions,
+        sb: &Superblock,
+        geo: Geometry,
+    ) -> Fs {
+        let cksum = Cksum {
+            mode: opts.cksum,
+            engine: opts.crc,
+        };
+        let stats = Arc::new(MountStats::new());
+        let bufs = BufCache::new(dev, cksum, sb.uuid, Arc::clone(&stats), opts.bufcache_bytes);
+        Fs {
+            geo,
+            uuid: sb.uuid,
+            rootino: sb.rootino,
+            icache: InodeCache::new(opts.icache_limit),
+            opts,
+            bufs,
+            stats,
+            perag: (0..geo.agcount).map(|_| PerAg::default()).collect(),
+            fdblocks: AtomicI64::new(0),
+            dev_id: Dev {
+                major: 0,
+                minor: 100 + NEXT_MINOR.fetch_add(1, Ordering::Relaxed),
+            },
+            dir_rotor: AtomicU32::new(0),
+            dirty_inodes: Mutex::new(Vec::new()),
+            dirty_data: Mutex::new(Vec::new()),
+            wb_list: Mutex::new(HashMap::new()),
+            dirty_data_pages: AtomicU64::new(0),
+            cached_pages: AtomicU64::new(0),
+            rename_lock: Mutex::new(()),
+            shut_down: AtomicBool::new(false),
+            unmounted: AtomicBool::new(false),
+            shutdown_reason: Mutex::new(None),
+            fname: sb.fname,
+        }
+    }
+
+    /// Read every AGF and AGI: the per-AG summaries and the lazy superblock counters come
+    /// from them, as XFS recomputes its counters at mount.
+    fn load_ag_summaries(&self) -> FsResult<()> {
+        let mut free: i64 = 0;
+        for agno in 0..self.geo.agcount {
+            let daddr = self.geo.ag_header_daddr(agno, AGF_SECTOR);
+            let g = self
+                .bufs
+                .get(daddr, BlockKind::Agf, BBSIZE, GetMode::Read)?;
+            let agf = Agf::decode(g.bytes(), agno, &self.uuid, daddr)?;
+            drop(g);
+            let daddr = self.geo.ag_header_daddr(agno, AGI_SECTOR);
+            let g = self
+                .bufs
+                .get(daddr, BlockKind::Agi, BBSIZE, GetMode::Read)?;
+            let agi = Agi::decode(g.bytes(), agno, &self.uuid, daddr)?;
+            drop(g);
+            let pag = &self.perag[agno as usize];
+            pag.freeblks.store(agf.freeblks, Ordering::Relaxed);
+            pag.longest.store(agf.longest, Ordering::Relaxed);
+            pag.icount.store(agi.count, Ordering::Relaxed);
+            pag.ifree.store(agi.freecount, Ordering::Relaxed);
+            free += i64::from(agf.freeblks) + i64::from(agf.flcount);
+        }
+        self.fdblocks.store(free, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Fail if the filesystem has shut down.
+    pub fn check_live(&self) -> FsResult<()> {
+        if self.shut_down.load(Ordering::Acquire) {
+            Err(FsError::Shutdown)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Stop writing anything home: after an unrecoverable error, metadata on disk stays as
+    /// it was rather than receive half an operation.
+    pub fn shutdown(&self, reason: &str) {
+        if !self.shut_down.swap(true, Ordering::AcqRel) {
+            *self.shutdown_reason.lock() = Some(reason.to_string());
+        }
+    }
+
+    /// Why the filesystem shut down, if it did.
+    pub fn shutdown_reason(&self) -> Option<String> {
+        self.shutdown_reason.lock().clone()
+    }
+
+    /// Put an inode on the dirty-inode list (once).
+    pub(crate) fn note_dirty_inode(&self, ip: &Arc<Inode>) {
+        if ip.set_flag(iflags::ON_DIRTY_LIST) {
+            self.dirty_inodes.lock().push(Arc::clone(ip));
+        }
+    }
+
+    /// Inodes with unwritten changes.
+    pub fn dirty_inode_count(&self) -> usize {
+        self.dirty_inodes.lock().len()
+    }
+
+    /// Get an inode by number: from the cache, or read from its cluster block.
+    pub fn iget(&self, ino: u64) -> FsResult<Arc<Inode>> {
+        if let Lookup::Found(ip) = self.icache.lookup(ino, &self.stats) {
+            if ip.has_flag(iflags::FREED) {
+                return Err(FsError::NotFound);
+            }
+            return Ok(ip);
+        }
+        if !self.geo.ino_valid(ino) {
+            return Err(FsError::Corrupt {
+                kind: BlockKind::Inode,
+                daddr: 0,
+                what: format!("inode number {ino} is outside the filesystem"),
+            });
+        }
+        let core = self.read_inode(ino)?;
+        if core.di.mode == 0 {
+            return Err(FsError::NotFound);
+        }
+        let ip = self
+            .icache
+            .insert(Arc::new(Inode::new(ino, core)), &self.stats);
+        if self.icache.over_limit() {
+            self.icache.reclaim(&self.stats);
+        }
+        Ok(ip)
+    }
+
+    /// Read inode `ino` from its home location.
+    fn read_inode(&self, ino: u64) -> FsResult<InodeCore> {
+        let (daddr, off) = self.geo.ino_location(ino);
+        let g = self
+            .bufs
+            .get(daddr, BlockKind::Inode, BLOCK_SIZE, GetMode::Read)?;
+        let raw = &g.bytes()[off..off + crate::fs::format::INODE_SIZE];
+        let at = Daddr(daddr.0 + (off / BBSIZE) as u64);
+        let di = dinode::decode_core(raw, ino, &self.uuid, at)?;
+        let fork = crate::fs::bmap::decode_fork(self, &di, dinode::literal(raw), ino, at)?;
+        Ok(InodeCore {
+            di,
+            fork,
+            ..InodeCore::default()
+        })
+    }
+
+    /// Add a brand-new inode to the cache, locked exclusive (its allocation transaction
+    /// joins it).
+    pub(crate) fn new_inode(&self, ino: u64, di: DinodeCore) -> FsResult<InodeWrite> {
+        let ip = Arc::new(Inode::new(
+            ino,
+            InodeCore {
+                di,
+                fork: DataFork::default(),
+                ..InodeCore::default()
+            },
+        ));
+        let w = InodeWrite::lock(Arc::clone(&ip));
+        let cached = self.icache.insert(ip, &self.stats);
+        if !Arc::ptr_eq(&cached, w.inode()) {
+            return Err(FsError::Corrupt {
+                kind: BlockKind::Inode,
+                daddr: self.geo.ino_location(ino).0.0,
+                what: format!("free inode {ino} is still cached in use"),
+            });
+        }
+        Ok(w)
+    }
+
+    /// Write one inode's in-core state into its cluster buffer (XFS's `xfs_iflush`), if dirty.
+    /// Returns whether it was written.
+    pub(crate) fn iflush(&self, core: &mut InodeCore, ino: u64) -> FsResult<bool> {
+        if !core.dirty {
+            return Ok(false);
+        }
+        let (daddr, off) = self.geo.ino_location(ino);
+        let mut g = self
+            .bufs
+            .get(daddr, BlockKind::Inode, BLOCK_SIZE, GetMode::Read)?;
+        let raw = &mut g.bytes_mut()[off..off + crate::fs::format::INODE_SIZE];
+        core.di.format = core.fork.format();
+        core.di.nextents = core
+            .fork
+            .extents()
+            .iter()
+            .filter(|e| !e.is_delalloc())
+            .count() as u32;
+        dinode::encode_core(raw, ino, &core.di, &self.uuid);
+        crate::fs::bmap::encode_fork(&core.fork, dinode::literal_mut(raw));
+        self.bufs.mark_dirty(&mut g);
+        core.dirty = false;
+        self.stats.inc(Stat::IflushCount);
+        Ok(true)
+    }
+
+    /// Write every dirty inode into its cluster buffer. Inodes busy in a transaction are
+    /// waited for (their transaction commits, then they are flushed).
+    pub(crate) fn flush_dirty_inodes(&self) -> FsResult<()> {
+        let list = std::mem::take(&mut *self.dirty_inodes.lock());
+        let mut clusters = std::collections::HashSet::new();
+        let mut flushed = 0u32;
+        let mut first_err = None;
+        for ip in list {
+            ip.clear_flag(iflags::ON_DIRTY_LIST);
+            let mut w = InodeWrite::lock(Arc::clone(&ip));
+            if ip.has_flag(iflags::FREED) {
+                continue;
+            }
+            match self.iflush(&mut w, ip.ino) {
+                Ok(true) => {
+                    flushed += 1;
+                    clusters.insert(self.geo.ino_location(ip.ino).0);
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    drop(w);
+                    self.note_dirty_inode(&ip);
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        if !clusters.is_empty() {
+            self.stats
+                .add(Stat::IclusterFlushcnt, clusters.len() as u32);
+            self.stats.add(Stat::IclusterFlushinode, flushed);
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Make all metadata durable: flush dirty inodes into their buffers, write every dirty
+    /// buffer home, flush the device cache.
+    pub fn sync_metadata(&self) -> FsResult<()> {
+        self.check_live()?;
+        self.flush_dirty_inodes()?;
+        self.bufs.flush_all()?;
+        self.bufs
+            .dev()
+            .flush()
+            .map_err(|e| FsError::Io(format!("flushing the device: {e}")))
+    }
+
+    /// Write everything back, record the summary counters in every superblock copy and flush.
+    /// Idempotent; the filesystem must not be used afterwards.
+    pub fn unmount(&self) -> FsResult<()> {
+        if self.unmounted.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.check_live()?;
+        self.sync()?;
+        let sb = self.current_superblock();
+        let mut tp = crate::fs::trans::Trans::new(self);
+        for agno in 0..self.geo.agcount {
+            let daddr = self
+                .geo
+                .ag_header_daddr(agno, crate::fs::format::ag::SB_SECTOR);
+            let id = tp.new_buf(daddr, BlockKind::Superblock, BBSIZE)?;
+            sb.encode(tp.buf_mut(id));
+            tp.log_buf(id, 0, BBSIZE - 1);
+        }
+        tp.commit()?;
+        self.sync_metadata()?;
+        self.bufs.purge_clean();
+        Ok(())
+    }
+
+    /// The volume label.
+    pub fn label(&self) -> String {
+        String::from_utf8_lossy(&self.fname)
+            .trim_end_matches('\0')
+            .to_string()
+    }
+
+    /// The superblock as it should be written now (summary counters from the per-AG state).
+    pub(crate) fn current_superblock(&self) -> Superblock {
+        let (mut icount, mut ifree) = (0u64, 0u64);
+        for p in self.perag.iter() {
+            icount += u64::from(p.icount.load(Ordering::Relaxed));
+            ifree += u64::from(p.ifree.load(Ordering::Relaxed));
+        }
+        Superblock {
+            dblocks: self.geo.dblocks,
+            uuid: self.uuid,
+            logstart: self.geo.logstart,
+            logblocks: self.geo.logblocks,
+            rootino: self.rootino,
+            agblocks: self.geo.agblocks,
+            agcount: self.geo.agcount,
+            agblklog: self.geo.agblklog,
+            fname: self.fname,
+            inprogress: false,
+            icount,
+            ifree,
+            fdblocks: self.fdblocks.load(Ordering::Relaxed).max(0) as u64,
+            lsn: 0,
+        }
+    }
+}

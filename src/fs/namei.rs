@@ -1,0 +1,478 @@
+//! Namespace operations: path lookup, create, mkdir, link, unlink, rmdir, rename.
+//!
+//! Each operation is one transaction that locks the inodes it changes in ascending inode
+//! number (the lock order in `fs/mod.rs`), re-checks under those locks what it looked up
+//! before taking them, and commits. Freeing an inode whose last link went away while no file
+//! is open (inactivation) is a second transaction after the first commits, as XFS inactivates
+//! inodes after the unlink transaction.
+
+use std::sync::Arc;
+
+use crate::fs::Fs;
+use crate::fs::dir;
+use crate::fs::error::{FsError, FsResult};
+use crate::fs::format::NAME_MAX;
+use crate::fs::format::dinode::DinodeCore;
+use crate::fs::ialloc::{ialloc, ifree};
+use crate::fs::inode::{Inode, InodeRead, InodeWrite, S_IFDIR, S_IFREG, iflags};
+use crate::fs::trans::{InodeId, Trans};
+use crate::target::{DirEntry, FileKind};
+
+/// Largest link count (as XFS's MAXLINK).
+pub const MAX_LINKS: u32 = (1 << 31) - 1;
+
+/// Check one path component.
+pub fn check_name(name: &[u8]) -> FsResult<()> {
+    if name.is_empty() {
+        return Err(FsError::NotFound);
+    }
+    if name.len() > NAME_MAX {
+        return Err(FsError::NameTooLong);
+    }
+    if name.contains(&0) || name.contains(&b'/') {
+        return Err(FsError::Invalid("name contains NUL or '/'"));
+    }
+    Ok(())
+}
+
+/// Split a path into its components, dropping empty ones and `.` (`..` is kept).
+fn components(path: &[u8]) -> impl Iterator<Item = &[u8]> {
+    path.split(|&c| c == b'/')
+        .filter(|c| !c.is_empty() && *c != b".")
+}
+
+impl Fs {
+    /// The root directory.
+    pub fn root(&self) -> FsResult<Arc<Inode>> {
+        self.iget(self.rootino)
+    }
+
+    /// Look `name` up in directory `dir` (one component; `.` and `..` included).
+    pub fn lookup(&self, dir: &Arc<Inode>, name: &[u8]) -> FsResult<Arc<Inode>> {
+        if name == b"." {
+            return Ok(Arc::clone(dir));
+        }
+        check_name(name)?;
+        let ino = {
+            let mut tp = Trans::new(self);
+            let dp = tp.lock_inode_shared(Arc::clone(dir));
+            if !tp.ic(dp).is_dir() {
+                return Err(FsError::NotDir);
+            }
+            let found = dir::lookup(&mut tp, dp, name)?;
+            tp.commit()?;
+            found.ok_or(FsError::NotFound)?
+        };
+        self.iget(ino)
+    }
+
+    /// Resolve a path from the root (labfs paths are absolute; a relative path is taken from
+    /// the root too).
+    pub fn lookup_path(&self, path: &[u8]) -> FsResult<Arc<Inode>> {
+        let mut cur = self.root()?;
+        for c in components(path) {
+            cur = self.lookup(&cur, c)?;
+        }
+        if path.ends_with(b"/") && !InodeRead::lock(Arc::clone(&cur)).is_dir() {
+            return Err(FsError::NotDir);
+        }
+        Ok(cur)
+    }
+
+    /// Resolve all but the last component: the parent directory and the final name.
+    pub fn lookup_parent<'p>(&self, path: &'p [u8]) -> FsResult<(Arc<Inode>, &'p [u8])> {
+        let parts: Vec<&[u8]> = components(path).collect();
+        let Some((last, dirs)) = parts.split_last() else {
+            return Err(FsError::Exists); // the root itself
+        };
+        let mut cur = self.root()?;
+        for c in dirs {
+            cur = self.lookup(&cur, c)?;
+        }
+        if *last == b".." {
+            return Err(FsError::Invalid("the last component is '..'"));
+        }
+        check_name(last)?;
+        Ok((cur, last))
+    }
+
+    /// A fresh inode core for a new file or directory.
+    fn new_core(mode: u16, nlink: u32) -> DinodeCore {
+        let now = crate::fs::now_ns();
+        DinodeCore {
+            mode,
+            nlink,
+            atime: now,
+            mtime: now,
+            ctime: now,
+            crtime: now,
+            ..DinodeCore::default()
+        }
+    }
+
+    /// Stamp a directory's mtime/ctime after its entries changed.
+    fn touch_dir(tp: &mut Trans, dp: InodeId) {
+        let now = crate::fs::now_ns();
+        let ic = tp.ic_mut(dp);
+        ic.di.mtime = now;
+        ic.di.ctime = now;
+        tp.log_inode(dp);
+    }
+
+    /// Create a regular file (or open the existing one): returns it and whether it is new.
+    /// With `exclusive`, an existing name is `Exists` (O_EXCL).
+    pub fn create(
+        &self,
+        dir: &Arc<Inode>,
+        name: &[u8],
+        mode: u32,
+        exclusive: bool,
+    ) -> FsResult<(Arc<Inode>, bool)> {
+        self.check_live()?;
+        check_name(name)?;
+        let mut tp = Trans::new(self);
+        let dp = tp.lock_inode(Arc::clone(dir));
+        if !tp.ic(dp).is_dir() {
+            return Err(FsError::NotDir);
+        }
+        if tp.ic(dp).di.nlink == 0 {
+            return Err(FsError::NotFound);
+        }
+        if let Some(ino) = dir::lookup(&mut tp, dp, name)? {
+            tp.commit()?;
+            if exclusive {
+                return Err(FsError::Exists);
+            }
+            let ip = self.iget(ino)?;
+            if InodeRead::lock(Arc::clone(&ip)).is_dir() {
+                return Err(FsError::IsDir);
+            }
+            return Ok((ip, false));
+        }
+        let ino = ialloc(&mut tp, dir.ino, false)?;
+        let w = self.new_inode(ino, Self::new_core(S_IFREG | (mode as u16 & 0o7777), 1))?;
+        let ip = tp.join_locked(w);
+        tp.log_inode(ip);
+        dir::add(&mut tp, dp, name, ino, FileKind::File)?;
+        Self::touch_dir(&mut tp, dp);
+        let inode = Arc::clone(tp.inode(ip));
+        tp.commit()?;
+        Ok((inode, true))
+    }
+
+    /// Make a directory.
+    pub fn mkdir(&self, dir: &Arc<Inode>, name: &[u8], mode: u32) -> FsResult<Arc<Inode>> {
+        self.check_live()?;
+        check_name(name)?;
+        let mut tp = Trans::new(self);
+        let dp = tp.lock_inode(Arc::clone(dir));
+        if !tp.ic(dp).is_dir() {
+            return Err(FsError::NotDir);
+        }
+        if tp.ic(dp).di.nlink == 0 {
+            return Err(FsError::NotFound);
+        }
+        if dir::lookup(&mut tp, dp, name)?.is_some() {
+            tp.commit()?;
+            return Err(FsError::Exists);
+        }
+        if tp.ic(dp).di.nlink >= MAX_LINKS {
+            return Err(FsError::TooManyLinks);
+        }
+        let ino = ialloc(&mut tp, dir.ino, true)?;
+        let w = self.new_inode(ino, Self::new_core(S_IFDIR | (mode as u16 & 0o7777), 2))?;
+        let ip = tp.join_locked(w);
+        dir::init(&mut tp, ip, dir.ino)?;
+        tp.log_inode(ip);
+        dir::add(&mut tp, dp, name, ino, FileKind::Dir)?;
+        tp.ic_mut(dp).di.nlink += 1;
+        Self::touch_dir(&mut tp, dp);
+        let inode = Arc::clone(tp.inode(ip));
+        tp.commit()?;
+        Ok(inode)
+    }
+
+    /// Lock `inodes` exclusive in ascending inode number (duplicates once) and join them.
+    fn lock_sorted(tp: &mut Trans, inodes: &[&Arc<Inode>]) -> Vec<InodeId> {
+        let mut order: Vec<&Arc<Inode>> = inodes.to_vec();
+        order.sort_by_key(|ip| ip.ino);
+        order.dedup_by_key(|ip| ip.ino);
+        for ip in order {
+            tp.lock_inode(Arc::clone(ip));
+        }
+        inodes
+            .iter()
+            .map(|ip| tp.find_inode(ip.ino).expect("just locked"))
+            .collect()
+    }
+
+    /// Remove a name (unlink, or rmdir when `want_dir`).
+    fn remove_name(&self, dir: &Arc<Inode>, name: &[u8], want_dir: bool) -> FsResult<()> {
+        self.check_live()?;
+        if name == b"." || name == b".." {
+            return Err(if want_dir {
+                FsError::Invalid("cannot remove '.' or '..'")
+            } else {
+                FsError::IsDir
+            });
+        }
+        check_name(name)?;
+        loop {
+            let child = self.lookup(dir, name)?;
+            let mut tp = Trans::new(self);
+            let ids = Self::lock_sorted(&mut tp, &[dir, &child]);
+            let (dp, ip) = (ids[0], ids[1]);
+            // Under the locks, the name must still lead to the same inode.
+            if dir::lookup(&mut tp, dp, name)? != Some(child.ino) {
+                tp.commit()?;
+                continue;
+            }
+            let is_dir = tp.ic(ip).is_dir();
+            if want_dir && !is_dir {
+                return Err(FsError::NotDir);
+            }
+            if !want_dir && is_dir {
+                return Err(FsError::IsDir);
+            }
+            if is_dir && !dir::is_empty(&mut tp, ip)? {
+                return Err(FsError::NotEmpty);
+            }
+            dir::remove(&mut tp, dp, name)?;
+            Self::touch_dir(&mut tp, dp);
+            let now = crate::fs::now_ns();
+            {
+                let ic = tp.ic_mut(ip);
+                ic.di.nlink = if is_dir {
+                    0
+                } else {
+                    ic.di.nlink.saturating_sub(1)
+                };
+                ic.di.ctime = now;
+            }
+            tp.log_inode(ip);
+            if is_dir {
+                let d = tp.ic_mut(dp);
+                d.di.nlink = d.di.nlink.saturating_sub(1);
+            }
+            let free_now = tp.ic(ip).di.nlink == 0 && tp.ic(ip).opens == 0;
+            tp.commit()?;
+            if free_now {
+                self.inactivate(&child)?;
+            }
+            return Ok(());
+        }
+    }
+
+    /// unlink(2).
+    pub fn unlink(&self, dir: &Arc<Inode>, name: &[u8]) -> FsResult<()> {
+        self.remove_name(dir, name, false)
+    }
+
+    /// rmdir(2).
+    pub fn rmdir(&self, dir: &Arc<Inode>, name: &[u8]) -> FsResult<()> {
+        self.remove_name(dir, name, true)
+    }
+
+    /// link(2): a new name `name` in `dir` for `ip`.
+    pub fn link(&self, ip: &Arc<Inode>, dir: &Arc<Inode>, name: &[u8]) -> FsResult<()> {
+        self.check_live()?;
+        check_name(name)?;
+        let mut tp = Trans::new(self);
+        let ids = Self::lock_sorted(&mut tp, &[dir, ip]);
+        let (dp, id) = (ids[0], ids[1]);
+        if !tp.ic(dp).is_dir() {
+            return Err(FsError::NotDir);
+        }
+        if tp.ic(id).is_dir() {
+            return Err(FsError::Invalid(
+                "hard links to directories are not allowed",
+            ));
+        }
+        if tp.ic(id).di.nlink == 0 {
+            return Err(FsError::NotFound);
+        }
+        if tp.ic(id).di.nlink >= MAX_LINKS {
+            return Err(FsError::TooManyLinks);
+        }
+        if dir::lookup(&mut tp, dp, name)?.is_some() {
+            tp.commit()?;
+            return Err(FsError::Exists);
+        }
+        let kind = tp.ic(id).kind();
+        dir::add(&mut tp, dp, name, ip.ino, kind)?;
+        Self::touch_dir(&mut tp, dp);
+        let ic = tp.ic_mut(id);
+        ic.di.nlink += 1;
+        ic.di.ctime = crate::fs::now_ns();
+        tp.log_inode(id);
+        tp.commit()
+    }
+
+    /// Whether `ancestor` is `dir` or one of its ancestors (walking `..`).
+    fn is_ancestor(&self, ancestor: u64, dir: &Arc<Inode>) -> FsResult<bool> {
+        let mut cur = Arc::clone(dir);
+        loop {
+            if cur.ino == ancestor {
+                return Ok(true);
+            }
+            if cur.ino == self.rootino {
+                return Ok(false);
+            }
+            cur = self.lookup(&cur, b"..")?;
+        }
+    }
+
+    /// rename(2): `sname` in `sdir` becomes `dname` in `ddir`, replacing what was there.
+    pub fn rename(
+        &self,
+        sdir: &Arc<Inode>,
+        sname: &[u8],
+        ddir: &Arc<Inode>,
+        dname: &[u8],
+    ) -> FsResult<()> {
+        self.check_live()?;
+        for n in [sname, dname] {
+            if n == b"." || n == b".." {
+                return Err(FsError::Invalid("cannot rename '.' or '..'"));
+            }
+            check_name(n)?;
+        }
+        // Cross-directory renames are serialised, so the ancestry check below stays true
+        // until commit (Linux's s_vfs_rename_mutex).
+        let _serial = (sdir.ino != ddir.ino).then(|| self.rename_lock.lock());
+        loop {
+            let src = self.lookup(sdir, sname)?;
+            let dst = match self.lookup(ddir, dname) {
+                Ok(d) => Some(d),
+                Err(FsError::NotFound) => None,
+                Err(e) => return Err(e),
+            };
+            if dst.as_ref().is_some_and(|d| d.ino == src.ino) {
+                return Ok(()); // same inode: rename does nothing
+            }
+            let src_is_dir = InodeRead::lock(Arc::clone(&src)).is_dir();
+            if src_is_dir && sdir.ino != ddir.ino && self.is_ancestor(src.ino, ddir)? {
+                return Err(FsError::Invalid("cannot move a directory into itself"));
+            }
+            let mut set: Vec<&Arc<Inode>> = vec![sdir, ddir, &src];
+            if let Some(d) = &dst {
+                set.push(d);
+            }
+            let mut tp = Trans::new(self);
+            let ids = Self::lock_sorted(&mut tp, &set);
+            let (sdp, ddp, sp) = (ids[0], ids[1], ids[2]);
+            let dp = ids.get(3).copied();
+            // Re-check both names under the locks.
+            if dir::lookup(&mut tp, sdp, sname)? != Some(src.ino)
+                || dir::lookup(&mut tp, ddp, dname)? != dst.as_ref().map(|d| d.ino)
+            {
+                tp.commit()?;
+                continue;
+            }
+            let now = crate::fs::now_ns();
+            if let Some(dp) = dp {
+                let dst_is_dir = tp.ic(dp).is_dir();
+                match (src_is_dir, dst_is_dir) {
+                    (true, false) => return Err(FsError::NotDir),
+                    (false, true) => return Err(FsError::IsDir),
+                    (true, true) if !dir::is_empty(&mut tp, dp)? => return Err(FsError::NotEmpty),
+                    _ => {}
+                }
+                let kind = tp.ic(sp).kind();
+                dir::replace(&mut tp, ddp, dname, src.ino, kind)?;
+                let ic = tp.ic_mut(dp);
+                ic.di.nlink = if dst_is_dir {
+                    0
+                } else {
+                    ic.di.nlink.saturating_sub(1)
+                };
+                ic.di.ctime = now;
+                tp.log_inode(dp);
+                if dst_is_dir {
+                    let d = tp.ic_mut(ddp);
+                    d.di.nlink = d.di.nlink.saturating_sub(1);
+                }
+            } else {
+                if src_is_dir && sdir.ino != ddir.ino && tp.ic(ddp).di.nlink >= MAX_LINKS {
+                    return Err(FsError::TooManyLinks);
+                }
+                let kind = tp.ic(sp).kind();
+                dir::add(&mut tp, ddp, dname, src.ino, kind)?;
+                if src_is_dir && sdir.ino != ddir.ino {
+                    tp.ic_mut(ddp).di.nlink += 1;
+                }
+            }
+            dir::remove(&mut tp, sdp, sname)?;
+            if src_is_dir && sdir.ino != ddir.ino {
+                dir::replace(&mut tp, sp, b"..", ddir.ino, FileKind::Dir)?;
+                let s = tp.ic_mut(sdp);
+                s.di.nlink = s.di.nlink.saturating_sub(1);
+            }
+            tp.ic_mut(sp).di.ctime = now;
+            tp.log_inode(sp);
+            Self::touch_dir(&mut tp, sdp);
+            Self::touch_dir(&mut tp, ddp);
+            let free_dst = dp.is_some_and(|dp| tp.ic(dp).di.nlink == 0 && tp.ic(dp).opens == 0);
+            tp.commit()?;
+            if free_dst {
+                if let Some(d) = &dst {
+                    self.inactivate(d)?;
+                }
+            }
+            return Ok(());
+        }
+    }
+
+    /// Every entry of a directory except `.` and `..`.
+    pub fn readdir(&self, dir: &Arc<Inode>) -> FsResult<Vec<DirEntry>> {
+        let mut tp = Trans::new(self);
+        let dp = tp.lock_inode_shared(Arc::clone(dir));
+        if !tp.ic(dp).is_dir() {
+            return Err(FsError::NotDir);
+        }
+        let entries = dir::readdir(&mut tp, dp)?;
+        tp.commit()?;
+        Ok(entries)
+    }
+
+    /// Free an inode with no links left and no open files: its blocks, then the inode.
+    pub(crate) fn inactivate(&self, ip: &Arc<Inode>) -> FsResult<()> {
+        let mut tp = Trans::new(self);
+        let id = tp.lock_inode(Arc::clone(ip));
+        if tp.ic(id).di.nlink != 0 || tp.ic(id).opens != 0 || ip.has_flag(iflags::FREED) {
+            return tp.commit();
+        }
+        if let Some(ext) = tp.ic_mut(id).ext.take() {
+            crate::fs::data::drop_cache(self, &ext);
+        }
+        if !tp.ic(id).fork.extents().is_empty() {
+            crate::fs::bmap::free_blocks(&mut tp, id, 0, u64::MAX >> 12)?;
+        }
+        ifree(&mut tp, ip.ino)?;
+        {
+            let ic = tp.ic_mut(id);
+            ic.di.mode = 0;
+            ic.di.size = 0;
+            ic.dirty = false;
+        }
+        ip.set_flag(iflags::FREED);
+        tp.commit()?;
+        self.icache.remove(ip.ino, &self.stats);
+        Ok(())
+    }
+
+    /// A file description was opened on `ip`.
+    pub fn open_inode(&self, ip: &Arc<Inode>) {
+        InodeWrite::lock(Arc::clone(ip)).opens += 1;
+    }
+
+    /// A file description on `ip` was closed; an unlinked inode is freed with its last close.
+    pub fn release_inode(&self, ip: &Arc<Inode>) -> FsResult<()> {
+        let free = {
+            let mut w = InodeWrite::lock(Arc::clone(ip));
+            w.opens = w.opens.saturating_sub(1);
+            w.opens == 0 && w.di.nlink == 0
+        };
+        if free { self.inactivate(ip) } else { Ok(()) }
+    }
+}

@@ -1,0 +1,327 @@
+//! Transactions: the only way labfs changes metadata.
+//!
+//! A transaction gathers the objects an operation changes, holds them locked until it commits,
+//! and records what changed:
+//!
+//! ```text
+//! let mut tp = Trans::new(&fs);
+//! let agi = tp.read_buf(daddr, BlockKind::Agi, 512)?;   // locked until commit
+//! tp.buf_mut(agi)[16..20].copy_from_slice(..);          // change bytes ...
+//! tp.log_buf(agi, 16, 19);                              // ... and say which
+//! let dp = tp.lock_inode(dir)?;                         // ILOCK exclusive until commit
+//! tp.ic_mut(dp).di.size += 1; tp.log_inode(dp);
+//! tp.commit()?;
+//! ```
+//!
+//! Part 1 (no journal): commit puts logged buffers on the buffer cache's delayed-write list and
+//! logged inodes on the mount's dirty-inode list; write-back (sync, fsync, unmount) writes
+//! them home. Part 2 inserts the journal at the same point: commit formats the logged byte
+//! ranges and inode cores into the CIL and pins the objects. That is why every change must be
+//! logged with its byte range even though part 1 only needs a dirty bit.
+//!
+//! Lock order (see `fs/mod.rs`): inodes in ascending inode number, then AGI buffers in
+//! ascending AG, then AGF buffers in ascending AG, then tree and directory blocks top-down.
+//!
+//! A transaction dropped without commit after it changed something cannot be undone (the
+//! bytes were changed in place, as in XFS): the filesystem shuts down rather than write back
+//! half an operation.
+
+use std::sync::Arc;
+
+use crate::fs::Fs;
+use crate::fs::btree::store::BufId;
+use crate::fs::buf::{BufGuard, GetMode};
+use crate::fs::error::FsResult;
+use crate::fs::format::{BlockKind, Daddr};
+use crate::fs::inode::{Inode, InodeCore, InodeRead, InodeWrite};
+use crate::fs::stats::Stat;
+
+/// An inode joined to a transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct InodeId(u32);
+
+struct TBuf {
+    guard: BufGuard,
+    /// Union of logged byte ranges (first, last), inclusive.
+    logged: Option<(usize, usize)>,
+}
+
+enum TLock {
+    Exclusive(InodeWrite),
+    Shared(InodeRead),
+}
+
+struct TInode {
+    lock: TLock,
+    logged: bool,
+}
+
+/// A metadata transaction.
+pub struct Trans<'a> {
+    fs: &'a Fs,
+    bufs: Vec<TBuf>,
+    inodes: Vec<TInode>,
+    sync: bool,
+    done: bool,
+}
+
+impl<'a> Trans<'a> {
+    /// Start a transaction on `fs`.
+    pub fn new(fs: &'a Fs) -> Trans<'a> {
+        Trans {
+            fs,
+            bufs: Vec::new(),
+            inodes: Vec::new(),
+            sync: false,
+            done: false,
+        }
+    }
+
+    /// The filesystem.
+    pub fn fs(&self) -> &'a Fs {
+        self.fs
+    }
+
+    /// Make the commit synchronous: it returns only when the change is durable.
+    pub fn set_sync(&mut self) {
+        self.sync = true;
+    }
+
+    fn find_buf(&self, daddr: Daddr) -> Option<BufId> {
+        self.bufs
+            .iter()
+            .position(|b| b.guard.daddr() == daddr)
+            .map(|i| BufId(i as u32))
+    }
+
+    fn hold(&mut self, guard: BufGuard) -> BufId {
+        self.bufs.push(TBuf {
+            guard,
+            logged: None,
+        });
+        BufId((self.bufs.len() - 1) as u32)
+    }
+
+    /// Read (and verify) a metadata buffer and hold it locked until commit. Reading a buffer
+    /// the transaction already holds returns the same id.
+    pub fn read_buf(&mut self, daddr: Daddr, kind: BlockKind, len: usize) -> FsResult<BufId> {
+        if let Some(id) = self.find_buf(daddr) {
+            return Ok(id);
+        }
+        let g = self.fs.bufs.get(daddr, kind, len, GetMode::Read)?;
+        Ok(self.hold(g))
+    }
+
+    /// Like [`Trans::read_buf`], but `Ok(None)` instead of waiting when another transaction
+    /// holds the buffer (used to visit AGs out of lock order without deadlock).
+    pub fn try_read_buf(
+        &mut self,
+        daddr: Daddr,
+        kind: BlockKind,
+        len: usize,
+    ) -> FsResult<Option<BufId>> {
+        if let Some(id) = self.find_buf(daddr) {
+            return Ok(Some(id));
+        }
+        Ok(self
+            .fs
+            .bufs
+            .try_get(daddr, kind, len, GetMode::Read)?
+            .map(|g| self.hold(g)))
+    }
+
+    /// The highest AG whose header of `kind` this transaction holds.
+    fn highest_ag_held(&self, kind: BlockKind) -> Option<u32> {
+        let geo = &self.fs.geo;
+        self.bufs
+            .iter()
+            .filter(|b| b.guard.kind() == kind)
+            .map(|b| geo.agno_of(b.guard.daddr().0 / crate::fs::format::BB_PER_BLOCK))
+            .max()
+    }
+
+    /// The highest AG whose AGF this transaction holds (AGFs are locked in ascending order).
+    pub fn highest_agf_held(&self) -> Option<u32> {
+        self.highest_ag_held(BlockKind::Agf)
+    }
+
+    /// The highest AG whose AGI this transaction holds.
+    pub fn highest_agi_held(&self) -> Option<u32> {
+        self.highest_ag_held(BlockKind::Agi)
+    }
+
+    /// Get a buffer for a block being initialised (zeroed, not read), held until commit.
+    pub fn new_buf(&mut self, daddr: Daddr, kind: BlockKind, len: usize) -> FsResult<BufId> {
+        if let Some(id) = self.find_buf(daddr) {
+            self.bufs[id.0 as usize].guard.bytes_mut().fill(0);
+            return Ok(id);
+        }
+        let g = self.fs.bufs.get(daddr, kind, len, GetMode::New)?;
+        Ok(self.hold(g))
+    }
+
+    /// A held buffer's bytes.
+    pub fn buf(&self, id: BufId) -> &[u8] {
+        self.bufs[id.0 as usize].guard.bytes()
+    }
+
+    /// A held buffer's bytes, writable; log what you change with [`Trans::log_buf`].
+    pub fn buf_mut(&mut self, id: BufId) -> &mut [u8] {
+        self.bufs[id.0 as usize].guard.bytes_mut()
+    }
+
+    /// A held buffer's device address.
+    pub fn buf_daddr(&self, id: BufId) -> Daddr {
+        self.bufs[id.0 as usize].guard.daddr()
+    }
+
+    /// Record that bytes `first..=last` of a held buffer changed.
+    pub fn log_buf(&mut self, id: BufId, first: usize, last: usize) {
+        debug_assert!(first <= last && last < self.buf(id).len());
+        let b = &mut self.bufs[id.0 as usize];
+        b.logged = Some(match b.logged {
+            None => (first, last),
+            Some((f, l)) => (f.min(first), l.max(last)),
+        });
+    }
+
+    /// The block behind a held buffer was freed: drop its contents from the cache so they are
+    /// never written home (XFS's `xfs_trans_binval`).
+    pub fn inval_buf(&mut self, id: BufId) {
+        let b = &mut self.bufs[id.0 as usize];
+        b.logged = None;
+        self.fs.bufs.invalidate(&mut b.guard);
+    }
+
+    fn join(&mut self, lock: TLock) -> InodeId {
+        self.inodes.push(TInode {
+            lock,
+            logged: false,
+        });
+        InodeId((self.inodes.len() - 1) as u32)
+    }
+
+    /// Join an inode already locked exclusive; it stays locked until commit.
+    pub fn join_locked(&mut self, ip: InodeWrite) -> InodeId {
+        self.join(TLock::Exclusive(ip))
+    }
+
+    /// Lock an inode exclusive and join it.
+    pub fn lock_inode(&mut self, ip: Arc<Inode>) -> InodeId {
+        if let Some(id) = self.find_inode(ip.ino) {
+            return id;
+        }
+        self.join(TLock::Exclusive(InodeWrite::lock(ip)))
+    }
+
+    /// Lock an inode shared and join it (for read-only work such as lookups).
+    pub fn lock_inode_shared(&mut self, ip: Arc<Inode>) -> InodeId {
+        if let Some(id) = self.find_inode(ip.ino) {
+            return id;
+        }
+        self.join(TLock::Shared(InodeRead::lock(ip)))
+    }
+
+    /// The id of a joined inode, if joined.
+    pub fn find_inode(&self, ino: u64) -> Option<InodeId> {
+        self.inodes
+            .iter()
+            .position(|t| self.lock_ino(t) == ino)
+            .map(|i| InodeId(i as u32))
+    }
+
+    fn lock_ino(&self, t: &TInode) -> u64 {
+        match &t.lock {
+            TLock::Exclusive(w) => w.inode().ino,
+            TLock::Shared(r) => r.inode().ino,
+        }
+    }
+
+    /// A joined inode's number.
+    pub fn ino(&self, id: InodeId) -> u64 {
+        self.lock_ino(&self.inodes[id.0 as usize])
+    }
+
+    /// A joined inode.
+    pub fn inode(&self, id: InodeId) -> &Arc<Inode> {
+        match &self.inodes[id.0 as usize].lock {
+            TLock::Exclusive(w) => w.inode(),
+            TLock::Shared(r) => r.inode(),
+        }
+    }
+
+    /// A joined inode's core.
+    pub fn ic(&self, id: InodeId) -> &InodeCore {
+        match &self.inodes[id.0 as usize].lock {
+            TLock::Exclusive(w) => w,
+            TLock::Shared(r) => r,
+        }
+    }
+
+    /// A joined inode's core, writable; log the change with [`Trans::log_inode`].
+    ///
+    /// Only inodes joined exclusive may be changed: calling this on a shared join is a bug in
+    /// labfs, caught here.
+    pub fn ic_mut(&mut self, id: InodeId) -> &mut InodeCore {
+        match &mut self.inodes[id.0 as usize].lock {
+            TLock::Exclusive(w) => w,
+            TLock::Shared(r) => panic!("inode {} joined shared is being changed", r.inode().ino),
+        }
+    }
+
+    /// Record that a joined inode's core or fork changed.
+    pub fn log_inode(&mut self, id: InodeId) {
+        self.inodes[id.0 as usize].logged = true;
+    }
+
+    /// Whether anything was logged.
+    pub fn is_dirty(&self) -> bool {
+        self.bufs.iter().any(|b| b.logged.is_some()) || self.inodes.iter().any(|i| i.logged)
+    }
+
+    /// Commit: logged buffers go on the delayed-write list, logged inodes on the dirty-inode
+    /// list; every lock is released. A synchronous transaction then writes back everything
+    /// and flushes the device before returning.
+    pub fn commit(mut self) -> FsResult<()> {
+        self.done = true;
+        let dirty = self.is_dirty();
+        let stat = match (dirty, self.sync) {
+            (false, _) => Stat::TransEmpty,
+            (true, true) => Stat::TransSync,
+            (true, false) => Stat::TransAsync,
+        };
+        self.fs.stats.inc(stat);
+        for b in &mut self.bufs {
+            if b.logged.is_some() {
+                self.fs.bufs.mark_dirty(&mut b.guard);
+            }
+        }
+        for t in &mut self.inodes {
+            if t.logged {
+                if let TLock::Exclusive(w) = &mut t.lock {
+                    w.di.changecount += 1;
+                    w.dirty = true;
+                    self.fs.note_dirty_inode(w.inode());
+                }
+            }
+        }
+        let sync = self.sync && dirty;
+        self.bufs.clear();
+        self.inodes.clear();
+        if sync {
+            self.fs.sync_metadata()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Trans<'_> {
+    fn drop(&mut self) {
+        if !self.done && self.is_dirty() {
+            // Changes were made in place and cannot be rolled back: stop the filesystem from
+            // writing anything else home (XFS shuts down on a dirty transaction cancel).
+            self.fs
+                .shutdown("a transaction was cancelled after changing metadata");
+        }
+    }
+}

@@ -1,0 +1,370 @@
+//! `LabTarget`: the [`Target`] trait on labfs.
+//!
+//! Paths are labfs paths (absolute from its root). File descriptors index a table of open file
+//! descriptions (inode, offset, flags), as the kernel's file table does; the offset of each
+//! description is shared by whoever uses that fd, so `write` on one fd from two threads
+//! serialises on it like on Linux.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use parking_lot::Mutex;
+
+use super::{
+    DirEntry, FallocMode, Fd, FileStat, FsStat, OpenFlags, Result, SyncMode, Target, TargetError,
+};
+use crate::fs::Fs;
+use crate::fs::dev::BlockDev;
+use crate::fs::error::FsError;
+use crate::fs::format::{BLOCK_SIZE, INODES_PER_BLOCK, NAME_MAX};
+use crate::fs::inode::{Inode, InodeRead};
+use crate::fs::mkfs::mkfs;
+use crate::fs::mount::read_superblock;
+use crate::fs::options::Options;
+
+impl From<FsError> for TargetError {
+    fn from(e: FsError) -> Self {
+        let errno = e.errno();
+        match e {
+            // Plain errno errors need no words; typed corruption and I/O errors keep theirs.
+            FsError::Crc { .. }
+            | FsError::Corrupt { .. }
+            | FsError::Io(_)
+            | FsError::BadSuperblock(_)
+            | FsError::Invalid(_) => TargetError::with_detail(errno, e.to_string()),
+            _ => TargetError::errno(errno),
+        }
+    }
+}
+
+/// Whether to make a new filesystem when the target is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Always run mkfs (in-memory devices, `--mkfs`).
+    Always,
+    /// Mount what is there; run mkfs only if the device is blank.
+    IfBlank,
+    /// Mount what is there; fail if it is not labfs.
+    Never,
+}
+
+struct OpenFile {
+    ip: Arc<Inode>,
+    flags: OpenFlags,
+    pos: Mutex<u64>,
+}
+
+/// labfs behind the Target surface.
+pub struct LabTarget {
+    fs: Arc<Fs>,
+    files: Mutex<FdTable>,
+    describe: String,
+}
+
+#[derive(Default)]
+struct FdTable {
+    slots: Vec<Option<Arc<OpenFile>>>,
+    free: Vec<usize>,
+}
+
+fn path_bytes(p: &Path) -> &[u8] {
+    p.as_os_str().as_bytes()
+}
+
+impl LabTarget {
+    /// Mount (and if asked, first make) labfs on `dev`.
+    pub fn new(dev: Arc<dyn BlockDev>, options: &Options, format: Format) -> Result<LabTarget> {
+        let cksum = crate::fs::cksum::Cksum {
+            mode: options.mount.cksum,
+            engine: options.mount.crc,
+        };
+        let make = match format {
+            Format::Always => true,
+            Format::Never => false,
+            Format::IfBlank => {
+                matches!(read_superblock(dev.as_ref(), cksum), Err(FsError::BadSuperblock(ref w)) if w.contains("blank"))
+            }
+        };
+        if make {
+            mkfs(Arc::clone(&dev), options)?;
+        }
+        let describe = format!("labfs on {} ({})", dev.describe(), options);
+        let fs = Fs::mount(dev, options.mount.clone())?;
+        Ok(LabTarget {
+            fs,
+            files: Mutex::new(FdTable::default()),
+            describe,
+        })
+    }
+
+    /// The mounted filesystem (for stats, traces and tests).
+    pub fn fs(&self) -> &Arc<Fs> {
+        &self.fs
+    }
+
+    /// Write everything back and record the superblock; the target must not be used after.
+    pub fn unmount(&self) -> Result<()> {
+        self.fs.unmount().map_err(Into::into)
+    }
+
+    fn file(&self, fd: Fd) -> Result<Arc<OpenFile>> {
+        let t = self.files.lock();
+        t.slots
+            .get(fd.0 as usize)
+            .and_then(|s| s.clone())
+            .ok_or_else(|| TargetError::errno(nix::errno::Errno::EBADF))
+    }
+
+    fn insert(&self, f: OpenFile) -> Fd {
+        let mut t = self.files.lock();
+        let f = Some(Arc::new(f));
+        match t.free.pop() {
+            Some(i) => {
+                t.slots[i] = f;
+                Fd(i as u64)
+            }
+            None => {
+                t.slots.push(f);
+                Fd((t.slots.len() - 1) as u64)
+            }
+        }
+    }
+
+    fn after_write(&self, f: &OpenFile) -> Result<()> {
+        match f.flags.sync {
+            SyncMode::None if !f.flags.direct => Ok(()),
+            SyncMode::None => self.fs.writeback(&f.ip).map(drop).map_err(Into::into),
+            SyncMode::Data => self.fs.fsync(&f.ip, true).map_err(Into::into),
+            SyncMode::Full => self.fs.fsync(&f.ip, false).map_err(Into::into),
+        }
+    }
+}
+
+impl Drop for LabTarget {
+    fn drop(&mut self) {
+        // Best effort: an explicit unmount() reports errors; a dropped target still writes back.
+        let _ = self.fs.unmount();
+    }
+}
+
+/// stat(2) of a locked inode.
+pub fn file_stat(ino: u64, core: &crate::fs::inode::InodeCore) -> FileStat {
+    let delalloc: u64 = core
+        .fork
+        .extents()
+        .iter()
+        .filter(|e| e.is_delalloc())
+        .map(|e| u64::from(e.blockcount))
+        .sum();
+    FileStat {
+        ino,
+        kind: core.kind(),
+        mode: u32::from(core.di.mode),
+        nlink: core.di.nlink,
+        uid: core.di.uid,
+        gid: core.di.gid,
+        size: core.di.size,
+        blocks: (core.di.nblocks + delalloc) * (BLOCK_SIZE as u64 / 512),
+        blksize: BLOCK_SIZE as u32,
+        atime_ns: core.di.atime,
+        mtime_ns: core.di.mtime,
+        ctime_ns: core.di.ctime,
+    }
+}
+
+impl Target for LabTarget {
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    fn mkdir(&self, path: &Path, mode: u32) -> Result<()> {
+        let (dir, name) = self.fs.lookup_parent(path_bytes(path))?;
+        self.fs.mkdir(&dir, name, mode)?;
+        Ok(())
+    }
+
+    fn rmdir(&self, path: &Path) -> Result<()> {
+        let (dir, name) = self.fs.lookup_parent(path_bytes(path))?;
+        Ok(self.fs.rmdir(&dir, name)?)
+    }
+
+    fn open(&self, path: &Path, flags: OpenFlags, mode: u32) -> Result<Fd> {
+        let p = path_bytes(path);
+        let (ip, created) = if flags.create {
+            let (dir, name) = self.fs.lookup_parent(p)?;
+            self.fs.create(&dir, name, mode, flags.exclusive)?
+        } else {
+            (self.fs.lookup_path(p)?, false)
+        };
+        let is_dir = InodeRead::lock(Arc::clone(&ip)).is_dir();
+        if is_dir && flags.writable() {
+            return Err(FsError::IsDir.into());
+        }
+        if flags.truncate && flags.writable() && !created && !is_dir {
+            self.fs.truncate(&ip, 0)?;
+        }
+        self.fs.open_inode(&ip);
+        Ok(self.insert(OpenFile {
+            ip,
+            flags,
+            pos: Mutex::new(0),
+        }))
+    }
+
+    fn close(&self, fd: Fd) -> Result<()> {
+        let f = {
+            let mut t = self.files.lock();
+            let f = t.slots.get_mut(fd.0 as usize).and_then(Option::take);
+            if f.is_some() {
+                t.free.push(fd.0 as usize);
+            }
+            f
+        };
+        let f = f.ok_or_else(|| TargetError::errno(nix::errno::Errno::EBADF))?;
+        Ok(self.fs.release_inode(&f.ip)?)
+    }
+
+    fn write(&self, fd: Fd, buf: &[u8]) -> Result<usize> {
+        let f = self.file(fd)?;
+        if !f.flags.writable() {
+            return Err(FsError::BadFd.into());
+        }
+        let mut pos = f.pos.lock();
+        if f.flags.append {
+            *pos = InodeRead::lock(Arc::clone(&f.ip)).di.size;
+        }
+        let n = self.fs.write(&f.ip, *pos, buf)?;
+        *pos += n as u64;
+        drop(pos);
+        self.after_write(&f)?;
+        Ok(n)
+    }
+
+    fn pwrite(&self, fd: Fd, buf: &[u8], offset: u64) -> Result<usize> {
+        let f = self.file(fd)?;
+        if !f.flags.writable() {
+            return Err(FsError::BadFd.into());
+        }
+        let n = self.fs.write(&f.ip, offset, buf)?;
+        self.after_write(&f)?;
+        Ok(n)
+    }
+
+    fn read(&self, fd: Fd, buf: &mut [u8]) -> Result<usize> {
+        let f = self.file(fd)?;
+        if !f.flags.readable() {
+            return Err(FsError::BadFd.into());
+        }
+        let mut pos = f.pos.lock();
+        let n = self.fs.read(&f.ip, *pos, buf)?;
+        *pos += n as u64;
+        Ok(n)
+    }
+
+    fn pread(&self, fd: Fd, buf: &mut [u8], offset: u64) -> Result<usize> {
+        let f = self.file(fd)?;
+        if !f.flags.readable() {
+            return Err(FsError::BadFd.into());
+        }
+        Ok(self.fs.read(&f.ip, offset, buf)?)
+    }
+
+    fn fsync(&self, fd: Fd) -> Result<()> {
+        let f = self.file(fd)?;
+        Ok(self.fs.fsync(&f.ip, false)?)
+    }
+
+    fn fdatasync(&self, fd: Fd) -> Result<()> {
+        let f = self.file(fd)?;
+        Ok(self.fs.fsync(&f.ip, true)?)
+    }
+
+    fn fstat(&self, fd: Fd) -> Result<FileStat> {
+        let f = self.file(fd)?;
+        let r = InodeRead::lock(Arc::clone(&f.ip));
+        Ok(file_stat(f.ip.ino, &r))
+    }
+
+    fn ftruncate(&self, fd: Fd, len: u64) -> Result<()> {
+        let f = self.file(fd)?;
+        if !f.flags.writable() {
+            return Err(FsError::Invalid("file not open for writing").into());
+        }
+        Ok(self.fs.truncate(&f.ip, len)?)
+    }
+
+    fn fallocate(&self, fd: Fd, mode: FallocMode, offset: u64, len: u64) -> Result<()> {
+        let f = self.file(fd)?;
+        if !f.flags.writable() {
+            return Err(FsError::BadFd.into());
+        }
+        Ok(self.fs.fallocate(&f.ip, mode, offset, len)?)
+    }
+
+    fn unlink(&self, path: &Path) -> Result<()> {
+        let (dir, name) = self.fs.lookup_parent(path_bytes(path))?;
+        Ok(self.fs.unlink(&dir, name)?)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        let (sdir, sname) = self.fs.lookup_parent(path_bytes(from))?;
+        let (ddir, dname) = self.fs.lookup_parent(path_bytes(to))?;
+        Ok(self.fs.rename(&sdir, sname, &ddir, dname)?)
+    }
+
+    fn link(&self, existing: &Path, new: &Path) -> Result<()> {
+        let ip = self.fs.lookup_path(path_bytes(existing))?;
+        let (dir, name) = self.fs.lookup_parent(path_bytes(new))?;
+        Ok(self.fs.link(&ip, &dir, name)?)
+    }
+
+    fn readdir(&self, path: &Path) -> Result<Vec<DirEntry>> {
+        let dir = self.fs.lookup_path(path_bytes(path))?;
+        Ok(self.fs.readdir(&dir)?)
+    }
+
+    fn stat(&self, path: &Path) -> Result<FileStat> {
+        let ip = self.fs.lookup_path(path_bytes(path))?;
+        let r = InodeRead::lock(Arc::clone(&ip));
+        Ok(file_stat(ip.ino, &r))
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        let ip = self.fs.lookup_path(path_bytes(path))?;
+        Ok(self.fs.truncate(&ip, len)?)
+    }
+
+    fn statfs(&self, path: &Path) -> Result<FsStat> {
+        self.fs.lookup_path(path_bytes(path))?;
+        let fs = &self.fs;
+        let free = fs.fdblocks.load(Ordering::Relaxed).max(0) as u64;
+        let (mut icount, mut ifree) = (0u64, 0u64);
+        for p in fs.perag.iter() {
+            icount += u64::from(p.icount.load(Ordering::Relaxed));
+            ifree += u64::from(p.ifree.load(Ordering::Relaxed));
+        }
+        // As XFS: the internal log is not part of f_blocks; free inodes include those that
+        // free blocks could still hold.
+        let ffree = ifree + free * INODES_PER_BLOCK;
+        Ok(FsStat {
+            bsize: BLOCK_SIZE as u64,
+            blocks: fs.geo.dblocks - u64::from(fs.geo.logblocks),
+            bfree: free,
+            bavail: free,
+            files: icount - ifree + ffree,
+            ffree,
+            namelen: NAME_MAX as u64,
+        })
+    }
+
+    fn sync(&self) -> Result<()> {
+        Ok(self.fs.sync()?)
+    }
+
+    fn syncfs(&self, path: &Path) -> Result<()> {
+        self.fs.lookup_path(path_bytes(path))?;
+        Ok(self.fs.sync()?)
+    }
+}

@@ -1,0 +1,77 @@
+//! labfs end to end: mkfs, mount, namespace and data operations, unmount, remount, fsck.
+
+use std::sync::Arc;
+
+use fslab::fs::Fs;
+use fslab::fs::check::check;
+use fslab::fs::dev::{BlockDev, MemDev};
+use fslab::fs::error::FsError;
+use fslab::fs::mkfs::mkfs;
+use fslab::fs::options::Options;
+
+fn fresh(size: u64) -> (Arc<dyn BlockDev>, Arc<Fs>) {
+    let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(size).unwrap());
+    let opts = Options::default();
+    mkfs(Arc::clone(&dev), &opts).unwrap();
+    let fs = Fs::mount(Arc::clone(&dev), opts.mount).unwrap();
+    (dev, fs)
+}
+
+fn assert_clean(fs: &Fs) {
+    let r = check(fs).unwrap();
+    assert!(r.is_clean(), "fsck findings: {:#?}", r.findings);
+}
+
+#[test]
+fn a_fresh_filesystem_is_clean_and_has_an_empty_root() {
+    let (_dev, fs) = fresh(64 << 20);
+    let root = fs.root().unwrap();
+    assert!(fs.readdir(&root).unwrap().is_empty());
+    assert_clean(&fs);
+}
+
+#[test]
+fn files_and_data_survive_unmount_and_remount() {
+    let (dev, fs) = fresh(64 << 20);
+    let root = fs.root().unwrap();
+    let d = fs.mkdir(&root, b"d", 0o755).unwrap();
+    let (f, created) = fs.create(&d, b"f", 0o644, true).unwrap();
+    assert!(created);
+    let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+    assert_eq!(fs.write(&f, 0, &data).unwrap(), data.len());
+    assert_eq!(fs.write(&f, 20_000, b"tail").unwrap(), 4);
+    fs.unmount().unwrap();
+    drop((f, d, root, fs));
+
+    let fs = Fs::mount(Arc::clone(&dev), Options::default().mount).unwrap();
+    let f = fs.lookup_path(b"/d/f").unwrap();
+    let mut back = vec![0u8; 20_004];
+    assert_eq!(fs.read(&f, 0, &mut back).unwrap(), 20_004);
+    assert_eq!(&back[..10_000], &data[..]);
+    assert!(
+        back[10_000..20_000].iter().all(|&b| b == 0),
+        "the hole reads as zeroes"
+    );
+    assert_eq!(&back[20_000..], b"tail");
+    assert_clean(&fs);
+}
+
+#[test]
+fn unlink_frees_inodes_and_blocks() {
+    let (_dev, fs) = fresh(64 << 20);
+    let root = fs.root().unwrap();
+    let free_before = fs.fdblocks.load(std::sync::atomic::Ordering::Relaxed);
+    let (f, _) = fs.create(&root, b"big", 0o644, true).unwrap();
+    fs.write(&f, 0, &vec![7u8; 1 << 20]).unwrap();
+    fs.fsync(&f, false).unwrap();
+    drop(f);
+    fs.unlink(&root, b"big").unwrap();
+    assert_eq!(fs.lookup(&root, b"big").unwrap_err(), FsError::NotFound);
+    fs.sync().unwrap();
+    assert_clean(&fs);
+    let free_after = fs.fdblocks.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        free_after, free_before,
+        "every block came back (chunk freed too)"
+    );
+}
