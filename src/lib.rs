@@ -12,4 +12,6 @@
 
 pub mod cli;
 pub mod fs;
+pub mod report;
 pub mod target;
+pub mod workload;

@@ -11,6 +11,7 @@
 //! the filesystem's own tree (`/bench/00/...`), for the host it is the real one.
 
 pub mod host;
+pub mod recording;
 
 use std::fmt;
 use std::path::Path;
