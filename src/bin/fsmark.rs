@@ -52,10 +52,10 @@ fn main() -> ExitCode {
             return exit(EXIT_OK);
         }
         Err(e) => {
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("bad command line");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("fsmark: {first} (try --help)");
+            eprintln!(
+                "fsmark: {} (try --help)",
+                fsmark::args::usage_error_line(&e)
+            );
             return exit(EXIT_USAGE);
         }
     };

@@ -245,6 +245,8 @@ impl Call {
 pub struct Record {
     /// The thread that made the call.
     pub thread: ThreadId,
+    /// That thread's name, if it has one.
+    pub thread_name: Option<String>,
     /// Virtual time (µs) when the call started; 0 without a clock.
     pub at_us: u64,
     /// The call and its arguments.
@@ -326,8 +328,10 @@ impl RecordingTarget {
             clock.advance(self.costs.get(&call.op()).copied().unwrap_or(0));
         }
         let error = result.as_ref().err().map(|e| e.errno);
+        let me = std::thread::current();
         self.log.lock().push(Record {
-            thread: std::thread::current().id(),
+            thread: me.id(),
+            thread_name: me.name().map(str::to_string),
             at_us,
             call,
             error,

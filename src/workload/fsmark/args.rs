@@ -17,7 +17,7 @@
 
 use std::path::PathBuf;
 
-use clap::{ArgAction, Parser};
+use clap::{ArgAction, CommandFactory, Parser};
 
 use super::config::{
     Config, ConfigError, DEFAULT_LOG_FILE, MAX_FILES, MAX_IO_SIZE, MAX_NAME_LEN, MAX_THREADS,
@@ -69,6 +69,7 @@ fn parse_bytes(s: &str) -> Result<u64, String> {
     disable_help_flag = true,
     disable_version_flag = true,
     args_override_self = true,
+    allow_negative_numbers = true,
     after_help = AFTER_HELP
 )]
 pub struct FsmarkArgs {
@@ -151,6 +152,24 @@ pub struct FsmarkArgs {
     /// Print per-syscall latency percentiles as a table after the summary.
     #[arg(long = "latency")]
     pub latency: bool,
+}
+
+/// One line for a command-line error: clap's first line, with options named the way fs_mark
+/// users type them (`-n`, not `--num-files <NUM>`), without clap's `error: ` prefix.
+pub fn usage_error_line(err: &clap::Error) -> String {
+    let text = err.to_string();
+    let first = text.lines().next().unwrap_or("bad command line");
+    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    for arg in FsmarkArgs::command().get_arguments() {
+        if let (Some(short), Some(long)) = (arg.get_short(), arg.get_long()) {
+            if let Some(names) = arg.get_value_names() {
+                let shown: Vec<String> = names.iter().map(|n| format!("<{n}>")).collect();
+                let clap_form = format!("--{long} {}", shown.join(" "));
+                line = line.replace(&clap_form, &format!("-{short}"));
+            }
+        }
+    }
+    line
 }
 
 /// How the run is reported (everything in the arguments that is not the engine's business).
@@ -386,9 +405,12 @@ mod tests {
     #[test]
     fn garbage_numbers_are_refused_naming_the_option() {
         let e = FsmarkArgs::try_parse_from(["fsmark", "-d", "a", "-n", "abc"]).unwrap_err();
-        let first = e.to_string();
-        let first = first.lines().next().unwrap();
-        assert!(first.contains("-n") && first.contains("abc"), "{first}");
+        let line = usage_error_line(&e);
+        assert!(line.starts_with("invalid value 'abc' for '-n'"), "{line}");
+        let e = FsmarkArgs::try_parse_from(["fsmark", "-d", "a", "-n", "-5"]).unwrap_err();
+        assert!(usage_error_line(&e).starts_with("invalid value '-5' for '-n'"));
+        let e = FsmarkArgs::try_parse_from(["fsmark", "-d", "a", "-s"]).unwrap_err();
+        assert!(usage_error_line(&e).contains("'-s'"));
         assert!(FsmarkArgs::try_parse_from(["fsmark", "-d", "a", "-s", "4q"]).is_err());
         assert!(FsmarkArgs::try_parse_from(["fsmark", "-d", "a", "-t-1"]).is_err());
     }

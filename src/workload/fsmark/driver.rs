@@ -204,7 +204,10 @@ fn preflight(target: &dyn Target, config: &Config) -> Result<(), FsmarkError> {
         };
         let fd = target
             .open(&probe, flags, 0o600)
-            .map_err(|e| FsmarkError::call("creat", &probe, e))?;
+            .map_err(|source| FsmarkError::Unwritable {
+                dir: dir.display().to_string(),
+                source,
+            })?;
         target
             .close(fd)
             .map_err(|e| FsmarkError::call("close", &probe, e))?;

@@ -40,6 +40,14 @@ pub enum FsmarkError {
     /// A `-d` path exists but is not a directory.
     #[error("{0} is not a directory")]
     NotADirectory(String),
+    /// Files cannot be created in a `-d` directory.
+    #[error("cannot create files in {dir}: {source}")]
+    Unwritable {
+        /// The directory.
+        dir: String,
+        /// What the target said to a trial create.
+        source: TargetError,
+    },
     /// A worker thread could not be started.
     #[error("cannot start worker thread: {0}")]
     Spawn(std::io::Error),
