@@ -242,7 +242,7 @@ fn run_iteration(
             let spawned = thread::Builder::new()
                 .name(format!("fsmark-{slot}"))
                 .spawn_scoped(s, move || {
-                    let r = run_worker(wenv, config.worker_dir(slot), counter);
+                    let r = run_worker(wenv, slot, config.worker_dir(slot), counter);
                     if r.is_err() {
                         abort.store(true, Ordering::Relaxed);
                     }

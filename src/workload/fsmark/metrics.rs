@@ -307,10 +307,14 @@ impl LatencySet {
         }
     }
 
-    /// Record one sample.
+    /// Record one sample (the histogram grows to fit it).
     #[inline]
     pub fn record(&mut self, kind: SyscallKind, us: u64) {
-        self.hists[kind.index()].saturating_record(us);
+        let h = &mut self.hists[kind.index()];
+        if h.record(us).is_err() {
+            // Growing failed (a value beyond what usize can index): clamp instead of losing it.
+            h.saturating_record(us);
+        }
     }
 
     /// The histogram of one kind.
@@ -473,11 +477,16 @@ mod tests {
         let mut a = LatencySet::new();
         let mut b = LatencySet::new();
         a.record(SyscallKind::Fsync, 100);
-        b.record(SyscallKind::Fsync, 300);
+        b.record(SyscallKind::Fsync, 3_000_000);
         b.record(SyscallKind::Creat, 7);
         a.merge(&b);
         assert_eq!(a.get(SyscallKind::Fsync).len(), 2);
         assert_eq!(a.get(SyscallKind::Creat).max(), 7);
+        let max = a.get(SyscallKind::Fsync).max();
+        assert!(
+            (2_999_000..=3_001_000).contains(&max),
+            "grows to fit: {max}"
+        );
         assert_eq!(a.get(SyscallKind::Unlink).len(), 0);
     }
 }

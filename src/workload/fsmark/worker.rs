@@ -199,15 +199,24 @@ impl Worker<'_> {
     }
 }
 
-/// Run one iteration of one worker in `dir`; `progress` counts its created files.
+/// The name generator's seed: fs_mark seeds each child with its start microseconds. Forked
+/// children practically never share a microsecond, but threads can, and equal seeds in one
+/// directory mean equal names; so the slot goes into the bits above the microseconds (slot 0
+/// keeps fs_mark's exact seed).
+pub(crate) fn seed(micros: u32, slot: usize) -> u32 {
+    micros ^ ((slot as u32) << 20)
+}
+
+/// Run one iteration of worker `slot` in `dir`; `progress` counts its created files.
 pub(crate) fn run_worker(
     env: &WorkerEnv<'_>,
+    slot: usize,
     dir: &Path,
     progress: &AtomicU64,
 ) -> Result<WorkerOutput, WorkerError> {
     let cfg = env.config;
     let start = env.clock.wall();
-    let mut rng = Random::new(start.micros);
+    let mut rng = Random::new(seed(start.micros, slot));
     let mut chooser = SubdirChooser::new(cfg.subdirs, start.secs);
     mkdir_existing_ok(env.target, dir)?;
 
@@ -365,4 +374,27 @@ pub(crate) fn run_worker(
         timings: w.t,
         latency: w.latency,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_zero_keeps_fs_marks_seed_and_slots_never_share_one() {
+        assert_eq!(seed(123_456, 0), 123_456);
+        let seeds: HashSet<u32> = (0..64).map(|s| seed(999_999, s)).collect();
+        assert_eq!(seeds.len(), 64);
+    }
+
+    #[test]
+    fn file_paths_are_dir_subdir_and_name() {
+        let mut p = b"/mnt/0".to_vec();
+        set_file(&mut p, 6, Some(0x1a), b"abc");
+        assert_eq!(p, b"/mnt/0/1a/abc");
+        set_file(&mut p, 6, None, b"xyz");
+        assert_eq!(p, b"/mnt/0/xyz");
+        set_dir(&mut p, 6, Some(3));
+        assert_eq!(p, b"/mnt/0/03");
+    }
 }
