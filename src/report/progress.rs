@@ -104,7 +104,7 @@ impl Drop for Ticker {
 fn new_bar(label: &str, total: u64, target: ProgressDrawTarget) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(total), target);
     if let Ok(style) = ProgressStyle::with_template(
-        "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} ({per_sec})",
+        "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} files (eta {eta})",
     ) {
         bar.set_style(style);
     }
