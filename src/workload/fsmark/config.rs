@@ -258,6 +258,52 @@ impl Config {
         &self.dirs[slot % self.dirs.len()]
     }
 
+    /// Check the invariants the engine relies on (a `Config` built by hand may break them):
+    /// at least one directory, `threads` a non-zero multiple of the directory count and at
+    /// most 64, at least one file, a non-zero IO size, and at least 2 subdirectories when a
+    /// subdirectory policy is set.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let dirs = self.dirs.len() as u32;
+        if dirs == 0 {
+            return Err(ConfigError::NoDirectory);
+        }
+        if dirs > MAX_THREADS {
+            return Err(ConfigError::TooManyDirs);
+        }
+        if self.threads > MAX_THREADS {
+            return Err(ConfigError::TooManyThreads(self.threads));
+        }
+        if self.threads < dirs || self.threads % dirs != 0 {
+            return Err(ConfigError::ThreadsNotMultipleOfDirs {
+                threads: self.threads,
+                dirs,
+            });
+        }
+        if self.num_files == 0 {
+            return Err(ConfigError::NoFiles);
+        }
+        if self.num_files > MAX_FILES {
+            return Err(ConfigError::TooManyFiles(self.num_files));
+        }
+        if self.io_size == 0 {
+            return Err(ConfigError::ZeroIoSize);
+        }
+        if self.io_size > MAX_IO_SIZE {
+            return Err(ConfigError::IoSizeTooLarge(self.io_size));
+        }
+        if self.name_len > MAX_NAME_LEN {
+            return Err(ConfigError::NameTooLong(self.name_len));
+        }
+        if self.rand_len > MAX_NAME_LEN {
+            return Err(ConfigError::RandomTooLong(self.rand_len));
+        }
+        match self.subdirs {
+            SubdirPolicy::None => Ok(()),
+            p if p.subdirs() < 2 => Err(ConfigError::TooFewSubdirs(p.subdirs())),
+            _ => Ok(()),
+        }
+    }
+
     /// Iterations to run when not in fill mode (fs_mark runs `max(loops, 1)`).
     pub fn iterations(&self) -> u32 {
         self.loops.max(1)
@@ -339,6 +385,29 @@ mod tests {
         assert!(p.sync_syscall && p.post_in_order && !p.post_reverse);
         assert_eq!(SyncMethod::NoSync.phases(), SyncPhases::default());
         assert!(SyncMethod::SyncfsPerDir.phases().syncfs_dirs);
+    }
+
+    #[test]
+    fn check_refuses_hand_built_configs_the_engine_cannot_run() {
+        assert_eq!(Config::new("a").check(), Ok(()));
+        let mut c = Config::new("a");
+        c.dirs.clear();
+        assert_eq!(c.check(), Err(ConfigError::NoDirectory));
+        let mut c = Config::new("a");
+        c.threads = 0;
+        assert!(matches!(
+            c.check(),
+            Err(ConfigError::ThreadsNotMultipleOfDirs { .. })
+        ));
+        let mut c = Config::new("a");
+        c.subdirs = SubdirPolicy::RoundRobin {
+            subdirs: 0,
+            per_subdir: 1,
+        };
+        assert_eq!(c.check(), Err(ConfigError::TooFewSubdirs(0)));
+        let mut c = Config::new("a");
+        c.io_size = 0;
+        assert_eq!(c.check(), Err(ConfigError::ZeroIoSize));
     }
 
     #[test]

@@ -292,6 +292,7 @@ pub fn run(
     config: &Config,
     observer: &mut dyn Observer,
 ) -> Result<RunOutcome, FsmarkError> {
+    config.check()?;
     preflight(env.target, config)?;
     check_space(env.target, config)?;
     observer

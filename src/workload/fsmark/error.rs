@@ -54,6 +54,9 @@ pub enum FsmarkError {
     /// A worker thread panicked (a bug).
     #[error("worker thread {0} panicked")]
     WorkerPanicked(usize),
+    /// The configuration cannot be run (only possible for a hand-built `Config`).
+    #[error("{0}")]
+    Config(#[from] super::ConfigError),
     /// Writing the report failed (stdout, log file, JSON file).
     #[error("{0}")]
     Output(#[source] std::io::Error),
