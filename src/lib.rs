@@ -12,5 +12,7 @@
 
 pub mod cli;
 pub mod fs;
+pub mod report;
 pub mod target;
 pub mod trace;
+pub mod workload;

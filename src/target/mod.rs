@@ -12,6 +12,7 @@
 
 pub mod host;
 pub mod lab;
+pub mod recording;
 
 use std::fmt;
 use std::path::Path;

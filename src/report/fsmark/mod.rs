@@ -1,0 +1,195 @@
+//! Reporting an fs_mark run: the [`Printer`] observer writes fs_mark's text to stdout and the
+//! log file, keeps the `--json` document up to date, shows progress on a terminal, and prints
+//! the summary and the optional latency table at the end.
+//!
+//! Order of output, as fs_mark: the header goes to stdout, then to the log; each row goes to
+//! stdout, then to the log, both flushed at once so a watcher sees rows as they finish. The
+//! summary goes to stdout only. Extensions come after fs_mark's text and never alter it.
+
+pub mod json;
+pub mod text;
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+use crate::report::latency;
+use crate::report::progress::Ticker;
+use crate::workload::fsmark::{
+    LoopReport, LoopStart, Observer, ReportOptions, RunEnd, RunOutcome, RunStart, SyscallKind,
+};
+use text::Destination;
+
+/// The report could not be set up.
+#[derive(Debug, Error)]
+pub enum ReportError {
+    /// The `-l` log file could not be opened for appending.
+    #[error("cannot open log file {path}: {source}")]
+    OpenLog {
+        /// The log file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+/// Writes an fs_mark run's output (see the module docs).
+pub struct Printer<W: Write> {
+    out: W,
+    log: File,
+    opts: ReportOptions,
+    argv: Vec<String>,
+    file_size: u64,
+    json: Option<json::Document>,
+    target: String,
+    show_progress: bool,
+    ticker: Option<Ticker>,
+}
+
+impl<W: Write> Printer<W> {
+    /// A printer writing to `out`, appending to the log file named in `opts` (opened now, as
+    /// fs_mark opens it before anything runs). `argv` is echoed in the header; `target` names
+    /// the target in the JSON; `show_progress` allows a progress bar on a terminal.
+    pub fn new(
+        out: W,
+        opts: ReportOptions,
+        argv: Vec<String>,
+        target: String,
+        show_progress: bool,
+    ) -> Result<Printer<W>, ReportError> {
+        let log = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&opts.log_file)
+            .map_err(|source| ReportError::OpenLog {
+                path: opts.log_file.clone(),
+                source,
+            })?;
+        Ok(Printer {
+            out,
+            log,
+            opts,
+            argv,
+            file_size: 0,
+            json: None,
+            target,
+            show_progress,
+            ticker: None,
+        })
+    }
+
+    fn write_json(&self) -> io::Result<()> {
+        match (&self.json, &self.opts.json) {
+            (Some(doc), Some(path)) => crate::report::json::write_atomic(path, doc)
+                .map_err(|e| io::Error::new(e.kind(), format!("writing {}: {e}", path.display()))),
+            _ => Ok(()),
+        }
+    }
+
+    fn stop_ticker(&mut self) {
+        if let Some(t) = self.ticker.take() {
+            t.stop();
+        }
+    }
+
+    /// Print the end of the run: fill-mode's stop line, the summary, the latency table, and
+    /// the final JSON.
+    pub fn finish(&mut self, outcome: &RunOutcome) -> io::Result<()> {
+        self.stop_ticker();
+        if let RunEnd::FilesystemFull { dir, files } = &outcome.end {
+            writeln!(
+                self.out,
+                "Insufficient free space in {dir} to create {files} new files, exiting"
+            )?;
+        }
+        text::write_summary(&mut self.out, &outcome.summary)?;
+        if self.opts.latency_table
+            && let Some(l) = &outcome.latency
+        {
+            let rows = SyscallKind::ALL.map(|k| (k.name(), l.get(k)));
+            writeln!(
+                self.out,
+                "\nSystem call latency, all iterations:\n{}",
+                latency::table(rows, "us")
+            )?;
+        }
+        self.out.flush()?;
+        if let Some(doc) = &mut self.json {
+            doc.finish(outcome);
+        }
+        self.write_json()
+    }
+}
+
+impl<W: Write> Observer for Printer<W> {
+    fn run_started(&mut self, start: &RunStart<'_>) -> io::Result<()> {
+        let (config, verbose) = (start.config, self.opts.verbose);
+        self.file_size = config.file_size;
+        text::write_header(
+            &mut self.out,
+            &self.argv,
+            config,
+            start.wall,
+            verbose,
+            Destination::Stdout,
+        )?;
+        self.out.flush()?;
+        text::write_header(
+            &mut self.log,
+            &self.argv,
+            config,
+            start.wall,
+            verbose,
+            Destination::LogFile,
+        )?;
+        if self.opts.json.is_some() {
+            self.json = Some(json::Document::new(
+                self.argv.clone(),
+                self.target.clone(),
+                config,
+            ));
+        }
+        self.write_json()
+    }
+
+    fn loop_started(&mut self, start: &LoopStart) -> io::Result<()> {
+        self.stop_ticker();
+        if self.show_progress {
+            let p = start.progress.clone();
+            self.ticker = Ticker::start_if_terminal(
+                format!("fsmark loop {}", start.index),
+                p.files_total(),
+                move || p.files_done(),
+            );
+        }
+        Ok(())
+    }
+
+    fn loop_finished(&mut self, r: &LoopReport) -> io::Result<()> {
+        self.stop_ticker();
+        let verbose = self.opts.verbose;
+        text::write_row(
+            &mut self.out,
+            r.fs_use_pct,
+            r.count,
+            self.file_size,
+            &r.stats,
+            verbose,
+        )?;
+        self.out.flush()?;
+        text::write_row(
+            &mut self.log,
+            r.fs_use_pct,
+            r.count,
+            self.file_size,
+            &r.stats,
+            verbose,
+        )?;
+        if let Some(doc) = &mut self.json {
+            doc.push_loop(r);
+        }
+        self.write_json()
+    }
+}

@@ -1,0 +1,107 @@
+//! Workload engines: each benchmark loop written once, target-agnostic.
+//!
+//! An engine calls only [`crate::target::Target`] methods and reads time only through a
+//! [`Clock`], so the same code runs against a real kernel filesystem, against labfs, and
+//! against [`crate::target::recording::RecordingTarget`] with a
+//! [`crate::target::recording::VirtualClock`] in tests. The virtual clock is what lets a test
+//! pin *which* phase of a workload lands in *which* output column: every recorded call
+//! advances virtual time by a cost the test chose, so each column's figure is predictable.
+//!
+//! - [`fsmark`]: the fs_mark 3.3 loop (create/write/fsync/close files, sync phases, unlink).
+
+pub mod fsmark;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::target::recording::VirtualClock;
+
+/// Wall-clock time as `gettimeofday(2)` reports it: seconds and microseconds since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WallTime {
+    /// Whole seconds since the Unix epoch.
+    pub secs: u64,
+    /// Microseconds within the second (0..1_000_000).
+    pub micros: u32,
+}
+
+/// Where a workload reads time: a monotonic microsecond counter for timing system calls, and
+/// the wall clock for what a tool derives from the date (file names, seeds, report headers).
+pub trait Clock: Send + Sync {
+    /// Monotonic time in whole microseconds; only differences are meaningful.
+    fn now_us(&self) -> u64;
+    /// The wall-clock time.
+    fn wall(&self) -> WallTime;
+}
+
+/// The machine's clocks: `CLOCK_MONOTONIC` for timing, the system time for dates.
+///
+/// fs_mark times calls with `gettimeofday` deltas; a monotonic clock gives the same integer
+/// microseconds without going negative when NTP steps the wall clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_us(&self) -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: ts is valid writable storage for one timespec; CLOCK_MONOTONIC always exists
+        // on Linux, so the call cannot fail.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        (ts.tv_sec as u64) * 1_000_000 + (ts.tv_nsec as u64) / 1_000
+    }
+
+    fn wall(&self) -> WallTime {
+        let d = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        WallTime {
+            secs: d.as_secs(),
+            micros: d.subsec_micros(),
+        }
+    }
+}
+
+impl Clock for VirtualClock {
+    fn now_us(&self) -> u64 {
+        self.micros()
+    }
+
+    fn wall(&self) -> WallTime {
+        let us = self.micros();
+        WallTime {
+            secs: self.epoch_secs() + us / 1_000_000,
+            micros: (us % 1_000_000) as u32,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_clock_is_monotonic_and_wall_is_after_2020() {
+        let c = SystemClock;
+        let a = c.now_us();
+        let b = c.now_us();
+        assert!(b >= a);
+        assert!(c.wall().secs > 1_577_836_800);
+        assert!(c.wall().micros < 1_000_000);
+    }
+
+    #[test]
+    fn virtual_clock_wall_follows_its_counter() {
+        let c = VirtualClock::new(1_000);
+        c.advance(2_500_000);
+        assert_eq!(c.now_us(), 2_500_000);
+        assert_eq!(
+            c.wall(),
+            WallTime {
+                secs: 1_002,
+                micros: 500_000
+            }
+        );
+    }
+}
