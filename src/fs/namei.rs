@@ -398,15 +398,14 @@ impl Fs {
                 }
                 let kind = tp.ic(sp).kind();
                 dir::add(&mut tp, ddp, dname, src.ino, kind)?;
-                if src_is_dir && sdir.ino != ddir.ino {
-                    tp.ic_mut(ddp).di.nlink += 1;
-                }
             }
             dir::remove(&mut tp, sdp, sname)?;
             if src_is_dir && sdir.ino != ddir.ino {
+                // The moved directory's `..` now counts toward its new parent.
                 dir::replace(&mut tp, sp, b"..", ddir.ino, FileKind::Dir)?;
                 let s = tp.ic_mut(sdp);
                 s.di.nlink = s.di.nlink.saturating_sub(1);
+                tp.ic_mut(ddp).di.nlink += 1;
             }
             tp.ic_mut(sp).di.ctime = now;
             tp.log_inode(sp);
