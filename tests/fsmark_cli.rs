@@ -7,8 +7,12 @@ use std::process::Stdio;
 
 use assert_cmd::Command;
 
+/// The binary, on the host's filesystems (these tests check fs_mark behaviour on real
+/// directories; labfs runs are tested in `fsmark_lab.rs`).
 fn fsmark() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_fsmark"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fsmark"));
+    c.args(["--fs", "host"]);
+    c
 }
 
 /// Run in `cwd`; return (exit code, stdout, stderr).
@@ -358,7 +362,9 @@ fn closed_stdout_ends_the_run_quietly() {
     let tmp = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fsmark"))
         .current_dir(tmp.path())
-        .args(["-d", "d", "-n", "3000", "-s", "0", "-S", "0", "-L", "50"])
+        .args([
+            "--fs", "host", "-d", "d", "-n", "3000", "-s", "0", "-S", "0", "-L", "50",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -88,8 +88,12 @@ mod captures {
     );
 }
 
+/// The binary, on the host's filesystems (these tests check fs_mark behaviour on real
+/// directories; labfs runs are tested in `fsmark_lab.rs`).
 fn fsmark() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_fsmark"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fsmark"));
+    c.args(["--fs", "host"]);
+    c
 }
 
 /// `Mon Nov 30 06:35:36 2026`

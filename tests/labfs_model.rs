@@ -49,20 +49,36 @@ impl Model {
         m
     }
     fn children(&self, dir: &[u8]) -> Vec<Vec<u8>> {
-        let prefix = if dir == b"/" { b"/".to_vec() } else { [dir, b"/"].concat() };
+        let prefix = if dir == b"/" {
+            b"/".to_vec()
+        } else {
+            [dir, b"/"].concat()
+        };
         self.tree
             .keys()
-            .filter(|k| k.starts_with(&prefix) && k.len() > prefix.len() && !k[prefix.len()..].contains(&b'/'))
+            .filter(|k| {
+                k.starts_with(&prefix)
+                    && k.len() > prefix.len()
+                    && !k[prefix.len()..].contains(&b'/')
+            })
             .cloned()
             .collect()
     }
     fn dirs(&self) -> Vec<Vec<u8>> {
-        self.tree.iter().filter(|(_, n)| **n == Node::Dir).map(|(k, _)| k.clone()).collect()
+        self.tree
+            .iter()
+            .filter(|(_, n)| **n == Node::Dir)
+            .map(|(k, _)| k.clone())
+            .collect()
     }
 }
 
 fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
-    if dir == b"/" { [b"/", name].concat() } else { [dir, b"/", name].concat() }
+    if dir == b"/" {
+        [b"/", name].concat()
+    } else {
+        [dir, b"/", name].concat()
+    }
 }
 
 fn split(path: &[u8]) -> (&[u8], &[u8]) {
@@ -91,12 +107,27 @@ fn compare_path(fs: &Fs, m: &Model, path: &[u8]) {
         ),
         Some(Node::Dir) => {
             let ip = fs.lookup_path(path).unwrap();
-            let mut names: Vec<Vec<u8>> = fs.readdir(&ip).unwrap().into_iter().map(|e| join(path, &e.name)).collect();
+            let mut names: Vec<Vec<u8>> = fs
+                .readdir(&ip)
+                .unwrap()
+                .into_iter()
+                .map(|e| join(path, &e.name))
+                .collect();
             names.sort();
-            assert_eq!(names, m.children(path), "entries of {}", String::from_utf8_lossy(path));
+            assert_eq!(
+                names,
+                m.children(path),
+                "entries of {}",
+                String::from_utf8_lossy(path)
+            );
         }
         Some(Node::File(id)) => {
-            assert_eq!(read_all(fs, path), m.files[*id], "contents of {}", String::from_utf8_lossy(path));
+            assert_eq!(
+                read_all(fs, path),
+                m.files[*id],
+                "contents of {}",
+                String::from_utf8_lossy(path)
+            );
         }
     }
 }
@@ -133,7 +164,10 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut Rng) -> Vec<Vec<u8>> {
             let byte = rng.below(255) as u8 + 1;
             match m.tree.get(&path).cloned() {
                 Some(Node::Dir) => {
-                    assert_eq!(fs.create(&dip, name, 0o644, false).err(), Some(FsError::IsDir));
+                    assert_eq!(
+                        fs.create(&dip, name, 0o644, false).err(),
+                        Some(FsError::IsDir)
+                    );
                 }
                 existing => {
                     let (ip, created) = fs.create(&dip, name, 0o644, false).unwrap();
@@ -180,7 +214,9 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut Rng) -> Vec<Vec<u8>> {
             match m.tree.get(&path) {
                 None => assert_eq!(r.err(), Some(FsError::NotFound)),
                 Some(Node::File(_)) => assert_eq!(r.err(), Some(FsError::NotDir)),
-                Some(Node::Dir) if !m.children(&path).is_empty() => assert_eq!(r.err(), Some(FsError::NotEmpty)),
+                Some(Node::Dir) if !m.children(&path).is_empty() => {
+                    assert_eq!(r.err(), Some(FsError::NotEmpty))
+                }
                 Some(Node::Dir) => {
                     r.unwrap();
                     m.tree.remove(&path);
@@ -196,19 +232,30 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut Rng) -> Vec<Vec<u8>> {
             let r = fs.rename(&dip, name, &ddip, dname);
             let src = m.tree.get(&path).cloned();
             let dst = m.tree.get(&dpath).cloned();
-            let into_self = dpath.starts_with(&path) && (dpath.len() == path.len() || dpath[path.len()] == b'/');
+            let into_self = dpath.starts_with(&path)
+                && (dpath.len() == path.len() || dpath[path.len()] == b'/');
             let expect: Result<(), FsError> = match (&src, &dst) {
                 (None, _) => Err(FsError::NotFound),
                 _ if path == dpath => Ok(()),
-                (Some(Node::Dir), _) if into_self => Err(FsError::Invalid("cannot move a directory into itself")),
+                (Some(Node::Dir), _) if into_self => {
+                    Err(FsError::Invalid("cannot move a directory into itself"))
+                }
                 (Some(Node::Dir), Some(Node::File(_))) => Err(FsError::NotDir),
                 (Some(Node::File(_)), Some(Node::Dir)) => Err(FsError::IsDir),
-                (Some(Node::Dir), Some(Node::Dir)) if !m.children(&dpath).is_empty() => Err(FsError::NotEmpty),
+                (Some(Node::Dir), Some(Node::Dir)) if !m.children(&dpath).is_empty() => {
+                    Err(FsError::NotEmpty)
+                }
                 (Some(Node::File(a)), Some(Node::File(b))) if a == b => Ok(()),
                 _ => Ok(()),
             };
             match expect {
-                Err(e) => assert_eq!(r.err(), Some(e), "rename {} -> {}", String::from_utf8_lossy(&path), String::from_utf8_lossy(&dpath)),
+                Err(e) => assert_eq!(
+                    r.err(),
+                    Some(e),
+                    "rename {} -> {}",
+                    String::from_utf8_lossy(&path),
+                    String::from_utf8_lossy(&dpath)
+                ),
                 Ok(()) => {
                     r.unwrap();
                     let same_inode = matches!((&src, &dst), (Some(Node::File(a)), Some(Node::File(b))) if a == b);
@@ -217,13 +264,16 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut Rng) -> Vec<Vec<u8>> {
                         let moved: Vec<(Vec<u8>, Node)> = m
                             .tree
                             .iter()
-                            .filter(|(k, _)| *k == &path || k.starts_with(&[path.as_slice(), b"/"].concat()))
+                            .filter(|(k, _)| {
+                                *k == &path || k.starts_with(&[path.as_slice(), b"/"].concat())
+                            })
                             .map(|(k, v)| (k.clone(), v.clone()))
                             .collect();
                         m.tree.remove(&dpath);
                         for (k, v) in moved {
                             m.tree.remove(&k);
-                            m.tree.insert([dpath.as_slice(), &k[path.len()..]].concat(), v);
+                            m.tree
+                                .insert([dpath.as_slice(), &k[path.len()..]].concat(), v);
                         }
                     }
                     return vec![path, dpath, dir, ddir];
@@ -236,7 +286,13 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut Rng) -> Vec<Vec<u8>> {
             let files: Vec<(Vec<u8>, usize)> = m
                 .tree
                 .iter()
-                .filter_map(|(k, v)| if let Node::File(id) = v { Some((k.clone(), *id)) } else { None })
+                .filter_map(|(k, v)| {
+                    if let Node::File(id) = v {
+                        Some((k.clone(), *id))
+                    } else {
+                        None
+                    }
+                })
                 .collect();
             if files.is_empty() {
                 return vec![];
@@ -279,8 +335,15 @@ fn run(seed: u64, steps: usize) {
     fs.unmount().unwrap();
     let fs = Fs::mount(Arc::clone(&dev), opts.mount.clone()).unwrap();
     compare_all(&fs, &m);
-    let files = m.tree.values().filter(|n| matches!(n, Node::File(_))).count();
-    assert!(files > 3 && m.dirs().len() > 3, "the run built a real tree ({files} files)");
+    let files = m
+        .tree
+        .values()
+        .filter(|n| matches!(n, Node::File(_)))
+        .count();
+    assert!(
+        files > 3 && m.dirs().len() > 3,
+        "the run built a real tree ({files} files)"
+    );
     // Kinds recorded in directory entries match the inodes.
     for (path, node) in &m.tree {
         if path == b"/" {
@@ -289,7 +352,14 @@ fn run(seed: u64, steps: usize) {
         let (dir, name) = split(path);
         let entries = fs.readdir(&fs.lookup_path(dir).unwrap()).unwrap();
         let e = entries.iter().find(|e| e.name == name).unwrap();
-        assert_eq!(e.kind, if *node == Node::Dir { FileKind::Dir } else { FileKind::File });
+        assert_eq!(
+            e.kind,
+            if *node == Node::Dir {
+                FileKind::Dir
+            } else {
+                FileKind::File
+            }
+        );
     }
 }
 

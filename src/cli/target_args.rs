@@ -40,7 +40,7 @@ impl FromStr for FsKind {
 }
 
 /// Target flags, flattened into each binary's arguments.
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
 pub struct TargetArgs {
     /// Run on labfs (`lab`, the default) or on the host's real directories (`host`).
     #[arg(long = "fs", value_name = "lab|host", default_value = "lab")]

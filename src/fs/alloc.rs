@@ -516,14 +516,14 @@ fn alloc_in_ag(tp: &mut Trans, mut h: AgfHandle, req: &AllocReq) -> FsResult<Opt
         put_agf(tp, &h);
         return Ok(None);
     };
+    if !req.reserved {
+        tp.charge_blocks(u64::from(len))?;
+    }
     take_from_extent(tp, &mut h, rec, start, len)?;
     put_agf(tp, &h);
     let fs = tp.fs();
     fs.stats.inc(Stat::Allocx);
     fs.stats.add(Stat::Allocb, len);
-    if !req.reserved {
-        fs.fdblocks.fetch_sub(i64::from(len), Ordering::Relaxed);
-    }
     Ok(Some((fs.geo.fsblock(h.agno, start), len)))
 }
 
@@ -535,6 +535,10 @@ pub fn alloc_extent(tp: &mut Trans, req: &AllocReq) -> FsResult<(u64, u32)> {
     let agcount = tp.fs().geo.agcount;
     if req.minlen == 0 || req.minlen > req.maxlen {
         return Err(FsError::Invalid("allocation of an empty or inverted range"));
+    }
+    // Refuse before touching any AG when the blocks cannot be paid for.
+    if !req.reserved && !tp.can_charge(u64::from(req.minlen)) {
+        return Err(FsError::NoSpace);
     }
     let order: Vec<u32> = if req.this_ag_only {
         vec![req.agno]

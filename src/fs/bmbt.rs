@@ -95,7 +95,7 @@ impl BmapStore<'_, '_> {
 
 /// Read every extent of an inode's bmbt (at iget of a btree-format inode).
 pub fn load_extents(fs: &Fs, ino: u64, root: ForkRoot) -> FsResult<Vec<Extent>> {
-    let mut tp = Trans::new(fs);
+    let mut tp = Trans::reader(fs);
     let agno = fs.geo.ino_agno(ino);
     let mut st = BmapStore {
         tp: &mut tp,
@@ -252,7 +252,7 @@ pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<(
 
 /// Check an inode's bmbt against its in-core list (for the checker).
 pub fn check_tree(fs: &Fs, ino: u64, root: ForkRoot, extents: &[Extent]) -> FsResult<Vec<String>> {
-    let mut tp = Trans::new(fs);
+    let mut tp = Trans::reader(fs);
     let agno = fs.geo.ino_agno(ino);
     let mut st = BmapStore {
         tp: &mut tp,
@@ -287,7 +287,7 @@ pub fn check_tree(fs: &Fs, ino: u64, root: ForkRoot, extents: &[Extent]) -> FsRe
 
 /// Every block of an inode's bmbt (for the checker's space accounting).
 pub fn tree_blocks(fs: &Fs, ino: u64, root: ForkRoot) -> FsResult<Vec<u64>> {
-    let mut tp = Trans::new(fs);
+    let mut tp = Trans::reader(fs);
     let agno = fs.geo.ino_agno(ino);
     let mut st = BmapStore {
         tp: &mut tp,

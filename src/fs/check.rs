@@ -192,7 +192,7 @@ fn check_ag(
     r: &mut Report,
 ) -> FsResult<()> {
     let geo = fs.geo;
-    let mut tp = Trans::new(fs);
+    let mut tp = Trans::reader(fs);
     map.claim(agno, 0, 1, "AG headers", &mut r.findings);
     if agno == 0 {
         map.claim(
@@ -321,7 +321,7 @@ fn check_namespace(fs: &Fs, kinds: &HashMap<u64, (FileKind, u32)>, r: &mut Repor
     seen.insert(fs.rootino);
     while let Some((dino, parent)) = queue.pop_front() {
         let ip = fs.iget(dino)?;
-        let mut tp = Trans::new(fs);
+        let mut tp = Trans::reader(fs);
         let dp = tp.lock_inode_shared(ip);
         for f in dir::check(&mut tp, dp)? {
             r.findings.push(format!("directory {dino}: {f}"));

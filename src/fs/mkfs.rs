@@ -282,6 +282,7 @@ pub fn mkfs(dev: Arc<dyn BlockDev>, opts: &Options) -> FsResult<()> {
 /// Allocate and initialise the root directory; returns its inode number.
 fn make_root_dir(fs: &Fs) -> FsResult<u64> {
     let mut tp = Trans::new(fs);
+    tp.reserve(crate::fs::namei::CREATE_BLOCKS)?;
     let ino = ialloc(&mut tp, fs.geo.ino(0, 0), true)?;
     let now = crate::fs::now_ns();
     let di = DinodeCore {

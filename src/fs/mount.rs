@@ -222,6 +222,23 @@ impl Fs {
         Ok(())
     }
 
+    /// Blocks kept back from ordinary reservations, so write-back, tree splits and removals
+    /// can still allocate when the filesystem is "full" (XFS's `m_alloc_set_aside`).
+    pub fn set_aside(&self) -> i64 {
+        i64::from(self.geo.agcount) * 16
+    }
+
+    /// Take `n` blocks from the free-block counter, leaving the set-aside pool alone:
+    /// `NoSpace` if there are not that many.
+    pub(crate) fn reserve_blocks(&self, n: u64) -> FsResult<()> {
+        let prev = self.fdblocks.fetch_sub(n as i64, Ordering::AcqRel);
+        if prev - (n as i64) < self.set_aside() {
+            self.fdblocks.fetch_add(n as i64, Ordering::AcqRel);
+            return Err(FsError::NoSpace);
+        }
+        Ok(())
+    }
+
     /// Fail if the filesystem has shut down.
     pub fn check_live(&self) -> FsResult<()> {
         if self.shut_down.load(Ordering::Acquire) {
@@ -405,7 +422,11 @@ impl Fs {
         if self.unmounted.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        self.check_live()?;
+        if let Some(reason) = self.shutdown_reason() {
+            return Err(FsError::Io(format!(
+                "the filesystem shut down earlier ({reason}); nothing more was written"
+            )));
+        }
         self.sync()?;
         let sb = self.current_superblock();
         let mut tp = crate::fs::trans::Trans::new(self);

@@ -18,6 +18,12 @@ use crate::fs::inode::{Inode, InodeRead, InodeWrite, S_IFDIR, S_IFREG, iflags};
 use crate::fs::trans::{InodeId, Trans};
 use crate::target::{DirEntry, FileKind};
 
+/// Blocks reserved for a create or mkdir: a new inode chunk, directory growth and the tree
+/// splits both may cause (XFS's `XFS_CREATE_SPACE_RES`, in spirit).
+pub const CREATE_BLOCKS: u64 = 32;
+/// Blocks reserved for other namespace changes (link, rename, remove, inactivation).
+pub const CHANGE_BLOCKS: u64 = 16;
+
 /// Largest link count (as XFS's MAXLINK).
 pub const MAX_LINKS: u32 = (1 << 31) - 1;
 
@@ -54,7 +60,7 @@ impl Fs {
         }
         check_name(name)?;
         let ino = {
-            let mut tp = Trans::new(self);
+            let mut tp = Trans::reader(self);
             let dp = tp.lock_inode_shared(Arc::clone(dir));
             if !tp.ic(dp).is_dir() {
                 return Err(FsError::NotDir);
@@ -149,6 +155,7 @@ impl Fs {
             }
             return Ok((ip, false));
         }
+        tp.reserve(CREATE_BLOCKS)?;
         let ino = ialloc(&mut tp, dir.ino, false)?;
         let w = self.new_inode(ino, Self::new_core(S_IFREG | (mode as u16 & 0o7777), 1))?;
         let ip = tp.join_locked(w);
@@ -179,6 +186,7 @@ impl Fs {
         if tp.ic(dp).di.nlink >= MAX_LINKS {
             return Err(FsError::TooManyLinks);
         }
+        tp.reserve(CREATE_BLOCKS)?;
         let ino = ialloc(&mut tp, dir.ino, true)?;
         let w = self.new_inode(ino, Self::new_core(S_IFDIR | (mode as u16 & 0o7777), 2))?;
         let ip = tp.join_locked(w);
@@ -220,6 +228,7 @@ impl Fs {
         loop {
             let child = self.lookup(dir, name)?;
             let mut tp = Trans::new(self);
+            tp.reserve_or_dip(CHANGE_BLOCKS);
             let ids = Self::lock_sorted(&mut tp, &[dir, &child]);
             let (dp, ip) = (ids[0], ids[1]);
             // Under the locks, the name must still lead to the same inode.
@@ -298,6 +307,7 @@ impl Fs {
             tp.commit()?;
             return Err(FsError::Exists);
         }
+        tp.reserve(CHANGE_BLOCKS)?;
         let kind = tp.ic(id).kind();
         dir::add(&mut tp, dp, name, ip.ino, kind)?;
         Self::touch_dir(&mut tp, dp);
@@ -359,6 +369,7 @@ impl Fs {
                 set.push(d);
             }
             let mut tp = Trans::new(self);
+            tp.reserve(CHANGE_BLOCKS)?;
             let ids = Self::lock_sorted(&mut tp, &set);
             let (sdp, ddp, sp) = (ids[0], ids[1], ids[2]);
             let dp = ids.get(3).copied();
@@ -424,7 +435,7 @@ impl Fs {
 
     /// Every entry of a directory except `.` and `..`.
     pub fn readdir(&self, dir: &Arc<Inode>) -> FsResult<Vec<DirEntry>> {
-        let mut tp = Trans::new(self);
+        let mut tp = Trans::reader(self);
         let dp = tp.lock_inode_shared(Arc::clone(dir));
         if !tp.ic(dp).is_dir() {
             return Err(FsError::NotDir);
@@ -437,6 +448,7 @@ impl Fs {
     /// Free an inode with no links left and no open files: its blocks, then the inode.
     pub(crate) fn inactivate(&self, ip: &Arc<Inode>) -> FsResult<()> {
         let mut tp = Trans::new(self);
+        tp.reserve_or_dip(CHANGE_BLOCKS);
         let id = tp.lock_inode(Arc::clone(ip));
         if tp.ic(id).di.nlink != 0 || tp.ic(id).opens != 0 || ip.has_flag(iflags::FREED) {
             return tp.commit();

@@ -27,11 +27,12 @@
 //! half an operation.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use crate::fs::Fs;
 use crate::fs::btree::store::BufId;
 use crate::fs::buf::{BufGuard, GetMode};
-use crate::fs::error::FsResult;
+use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::{BlockKind, Daddr};
 use crate::fs::inode::{Inode, InodeCore, InodeRead, InodeWrite};
 use crate::fs::stats::Stat;
@@ -63,10 +64,19 @@ pub struct Trans<'a> {
     inodes: Vec<TInode>,
     sync: bool,
     done: bool,
+    /// A read-only transaction (lookups): never logs, not counted in the `trans` stats.
+    reader: bool,
+    /// Blocks reserved up front and not yet allocated (XFS's `t_blk_res`).
+    blk_res: u64,
+    /// Allowed to allocate beyond its reservation, into the set-aside pool (removals and
+    /// write-back, which must work on a full filesystem).
+    may_dip: bool,
 }
 
 impl<'a> Trans<'a> {
-    /// Start a transaction on `fs`.
+    /// Start a transaction on `fs` with no block reservation: it may only allocate what it
+    /// reserves with [`Trans::reserve`] (or, after [`Trans::allow_set_aside`], dip into the
+    /// set-aside pool).
     pub fn new(fs: &'a Fs) -> Trans<'a> {
         Trans {
             fs,
@@ -74,6 +84,71 @@ impl<'a> Trans<'a> {
             inodes: Vec::new(),
             sync: false,
             done: false,
+            reader: false,
+            blk_res: 0,
+            may_dip: false,
+        }
+    }
+
+    /// A read-only transaction, for lookups: holds buffers and inode locks like any other but
+    /// never changes anything and is not counted as a transaction.
+    pub fn reader(fs: &'a Fs) -> Trans<'a> {
+        let mut tp = Trans::new(fs);
+        tp.reader = true;
+        tp
+    }
+
+    /// Reserve `blocks` for allocations this transaction may make; `NoSpace` (before anything
+    /// changed) when the filesystem cannot promise them. Unused blocks return at commit.
+    pub fn reserve(&mut self, blocks: u64) -> FsResult<()> {
+        self.fs.reserve_blocks(blocks)?;
+        self.blk_res += blocks;
+        Ok(())
+    }
+
+    /// Reserve `blocks` if possible; otherwise let allocations draw on the set-aside pool
+    /// (removals free more than they use, and must work on a full filesystem).
+    pub fn reserve_or_dip(&mut self, blocks: u64) {
+        if self.reserve(blocks).is_err() {
+            self.may_dip = true;
+        }
+    }
+
+    /// Let allocations draw on the set-aside pool (write-back of already-reserved data).
+    pub fn allow_set_aside(&mut self) {
+        self.may_dip = true;
+    }
+
+    /// Account an allocation of `len` blocks not covered by a delayed-allocation reservation:
+    /// from the reservation, else (if allowed) straight from the free-block counter.
+    pub(crate) fn charge_blocks(&mut self, len: u64) -> FsResult<()> {
+        if !self.can_charge(len) {
+            return Err(FsError::NoSpace);
+        }
+        let from_res = len.min(self.blk_res);
+        self.blk_res -= from_res;
+        self.fs
+            .fdblocks
+            .fetch_sub((len - from_res) as i64, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Whether an allocation of `len` blocks could be charged (checked before any change).
+    pub(crate) fn can_charge(&self, len: u64) -> bool {
+        if len <= self.blk_res {
+            return true;
+        }
+        let free = self.fs.fdblocks.load(Ordering::Acquire);
+        let floor = if self.may_dip { 0 } else { self.fs.set_aside() };
+        free - ((len - self.blk_res) as i64) >= floor
+    }
+
+    fn release_reservation(&mut self) {
+        if self.blk_res > 0 {
+            self.fs
+                .fdblocks
+                .fetch_add(self.blk_res as i64, Ordering::AcqRel);
+            self.blk_res = 0;
         }
     }
 
@@ -284,13 +359,20 @@ impl<'a> Trans<'a> {
     /// and flushes the device before returning.
     pub fn commit(mut self) -> FsResult<()> {
         self.done = true;
+        self.release_reservation();
         let dirty = self.is_dirty();
-        let stat = match (dirty, self.sync) {
-            (false, _) => Stat::TransEmpty,
-            (true, true) => Stat::TransSync,
-            (true, false) => Stat::TransAsync,
-        };
-        self.fs.stats.inc(stat);
+        debug_assert!(
+            !(self.reader && dirty),
+            "a read-only transaction logged a change"
+        );
+        if !self.reader {
+            let stat = match (dirty, self.sync) {
+                (false, _) => Stat::TransEmpty,
+                (true, true) => Stat::TransSync,
+                (true, false) => Stat::TransAsync,
+            };
+            self.fs.stats.inc(stat);
+        }
         for b in &mut self.bufs {
             if b.logged.is_some() {
                 self.fs.bufs.mark_dirty(&mut b.guard);
@@ -317,6 +399,7 @@ impl<'a> Trans<'a> {
 
 impl Drop for Trans<'_> {
     fn drop(&mut self) {
+        self.release_reservation();
         if !self.done && self.is_dirty() {
             // Changes were made in place and cannot be rolled back: stop the filesystem from
             // writing anything else home (XFS shuts down on a dirty transaction cancel).

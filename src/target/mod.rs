@@ -281,3 +281,22 @@ pub trait Target: Send + Sync {
     /// syncfs(2) of the filesystem holding `path`.
     fn syncfs(&self, path: &Path) -> Result<()>;
 }
+
+/// Create `path`'s missing ancestors (not `path` itself), like `mkdir -p` of its parent.
+/// labfs starts empty, so a workload pointed at `/mnt/x` there needs `/mnt` first.
+pub fn mkdir_parents(target: &dyn Target, path: &Path) -> Result<()> {
+    let mut ancestors: Vec<&Path> = path
+        .ancestors()
+        .skip(1)
+        .filter(|p| !p.as_os_str().is_empty())
+        .collect();
+    ancestors.reverse();
+    for dir in ancestors {
+        match target.mkdir(dir, 0o755) {
+            Ok(()) => {}
+            Err(e) if e.errno == Errno::EEXIST => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

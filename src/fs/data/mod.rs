@@ -89,18 +89,6 @@ impl Fs {
         }
     }
 
-    /// Reserve `n` blocks for delayed allocation, keeping a reserve so write-back can still
-    /// allocate tree blocks (XFS keeps `m_alloc_set_aside` for the same reason).
-    fn reserve_blocks(&self, n: u64) -> FsResult<()> {
-        let set_aside = i64::from(self.geo.agcount) * 16;
-        let prev = self.fdblocks.fetch_sub(n as i64, Ordering::AcqRel);
-        if prev - (n as i64) < set_aside {
-            self.fdblocks.fetch_add(n as i64, Ordering::AcqRel);
-            return Err(FsError::NoSpace);
-        }
-        Ok(())
-    }
-
     /// write(2)/pwrite(2) of `data` at `off`. Returns bytes written.
     pub fn write(&self, ip: &Arc<Inode>, off: u64, data: &[u8]) -> FsResult<usize> {
         self.check_live()?;
@@ -267,6 +255,9 @@ impl Fs {
                 return Ok(w);
             };
             let mut tp = Trans::new(self);
+            // The data blocks were reserved at write time; extent-tree blocks may use the
+            // set-aside pool, which exists for exactly this.
+            tp.allow_set_aside();
             let id = tp.join_locked(w);
             let got = self.allocate_for(&mut tp, id, d);
             let ip = Arc::clone(tp.inode(id));
@@ -382,6 +373,7 @@ impl Fs {
         if !unwritten.is_empty() {
             unwritten.dedup();
             let mut tp = Trans::new(self);
+            tp.allow_set_aside();
             let id = tp.join_locked(w);
             for e in unwritten {
                 bmap::set_mapping(
@@ -518,6 +510,7 @@ impl Fs {
             }
         }
         let mut tp = Trans::new(self);
+        tp.reserve_or_dip(crate::fs::namei::CHANGE_BLOCKS);
         let id = tp.join_locked(w);
         if size < old {
             bmap::free_blocks(
@@ -608,6 +601,11 @@ impl Fs {
                         .map_or(last, |e| e.startoff.min(last));
                     let count = (hole_end - b).min(u64::from(MAX_EXTENT_LEN)) as u32;
                     let mut tp = Trans::new(self);
+                    if let Err(e) = tp.reserve(u64::from(count) + crate::fs::namei::CHANGE_BLOCKS) {
+                        drop(tp);
+                        drop(w);
+                        return Err(e);
+                    }
                     let id = tp.join_locked(w);
                     let added = bmap::alloc_blocks(&mut tp, id, b, count, true);
                     let ip2 = Arc::clone(tp.inode(id));
@@ -664,6 +662,7 @@ impl Fs {
         if last_whole > first_whole {
             self.drop_pages(&mut w, first_whole, last_whole);
             let mut tp = Trans::new(self);
+            tp.reserve_or_dip(crate::fs::namei::CHANGE_BLOCKS);
             let id = tp.join_locked(w);
             bmap::free_blocks(&mut tp, id, first_whole, last_whole - first_whole)?;
             tp.ic_mut(id).di.ctime = crate::fs::now_ns();

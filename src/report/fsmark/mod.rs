@@ -44,6 +44,7 @@ pub struct Printer<W: Write> {
     file_size: u64,
     json: Option<json::Document>,
     target: String,
+    backend_line: Option<String>,
     show_progress: bool,
     ticker: Option<Ticker>,
 }
@@ -75,9 +76,17 @@ impl<W: Write> Printer<W> {
             file_size: 0,
             json: None,
             target,
+            backend_line: None,
             show_progress,
             ticker: None,
         })
+    }
+
+    /// Add a `#\tBackend: ...` line to the header (labfs runs name their filesystem, device
+    /// and options; host runs print fs_mark's header unchanged).
+    pub fn with_backend_line(mut self, line: Option<String>) -> Self {
+        self.backend_line = line;
+        self
     }
 
     fn write_json(&self) -> io::Result<()> {
@@ -134,6 +143,7 @@ impl<W: Write> Observer for Printer<W> {
             start.wall,
             verbose,
             Destination::Stdout,
+            self.backend_line.as_deref(),
         )?;
         self.out.flush()?;
         text::write_header(
@@ -143,6 +153,7 @@ impl<W: Write> Observer for Printer<W> {
             start.wall,
             verbose,
             Destination::LogFile,
+            self.backend_line.as_deref(),
         )?;
         if self.opts.json.is_some() {
             self.json = Some(json::Document::new(

@@ -79,6 +79,7 @@ pub fn write_header(
     start: WallTime,
     verbose: bool,
     dest: Destination,
+    backend: Option<&str>,
 ) -> io::Result<()> {
     let mut s = String::with_capacity(1024);
     s.push_str("\n# ");
@@ -118,6 +119,11 @@ pub fn write_header(
         "#\tFiles info: size {} bytes, written with an IO size of {} bytes per write\n",
         config.file_size, config.io_size
     ));
+    if let Some(b) = backend {
+        // fslab's one addition to the header: which filesystem ran it (a comment line, so
+        // fs_mark parsers skip it). Host runs leave it out and match fs_mark exactly.
+        s.push_str(&format!("#\tBackend: {b}\n"));
+    }
     s.push_str("#\tApp overhead is time in microseconds spent in the test not doing file writing related system calls.\n");
     if dest == Destination::LogFile {
         s.push('#');
@@ -191,7 +197,7 @@ mod tests {
         let mut out = Vec::new();
         let argv: Vec<String> = ["fs_mark", "-d", "/mnt/test/d1"].map(String::from).to_vec();
         let start = WallTime { secs: 0, micros: 0 };
-        write_header(&mut out, &argv, config, start, verbose, dest).unwrap();
+        write_header(&mut out, &argv, config, start, verbose, dest, None).unwrap();
         String::from_utf8(out).unwrap()
     }
 

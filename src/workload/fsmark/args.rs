@@ -23,6 +23,8 @@ use super::config::{
     Config, ConfigError, DEFAULT_LOG_FILE, MAX_FILES, MAX_IO_SIZE, MAX_NAME_LEN, MAX_THREADS,
     SECS_PER_SUBDIR, SubdirPolicy, SyncMethod,
 };
+use crate::cli::observe::ObserveArgs;
+use crate::cli::target_args::TargetArgs;
 use crate::cli::units::parse_size;
 
 const AFTER_HELP: &str = "\
@@ -47,6 +49,12 @@ to the log file (-l, default fs_log.txt). Extensions never change that text:
                 percentiles (p50/p90/p99/p99.9/max, microseconds), rewritten after each loop
   --latency     print the latency percentiles as a table after the summary
   A progress bar appears on stderr when it is a terminal and an iteration runs over 1 s.
+
+Filesystems: by default the run goes to labfs, made fresh on a 1 GiB in-memory device
+(--device, -o and --mkfs choose another device and options; the -d directories' parents are
+created on it, as labfs starts empty). --fs host runs on the host's real directories.
+--stats prints XFS statistics for the run (labfs's, or the kernel's /proc/fs/xfs/stat) to
+stderr; --trace records tracepoints (--trace list shows them).
 
 -F stops cleanly with the summary once the free-space check fails (fs_mark exits with an
 error there). Differences from fs_mark: -h/--help exit 0 (fs_mark exits 1); garbage numbers,
@@ -152,6 +160,14 @@ pub struct FsmarkArgs {
     /// Print per-syscall latency percentiles as a table after the summary.
     #[arg(long = "latency")]
     pub latency: bool,
+
+    /// Which filesystem the run uses (labfs by default).
+    #[command(flatten)]
+    pub target: TargetArgs,
+
+    /// Tracing and XFS statistics.
+    #[command(flatten)]
+    pub observe: ObserveArgs,
 }
 
 /// One line for a command-line error: clap's first line, with options named the way fs_mark
