@@ -264,6 +264,19 @@ impl BufCache {
         let piece = kind.crc_len();
         for (i, chunk) in bytes.chunks(piece).enumerate() {
             let at = Daddr(daddr.0 + (i * piece / 512) as u64);
+            // Inode clusters: each inode's CRC is checked when that inode is read (as XFS's
+            // xfs_iread does), so one bad inode does not make its seven neighbours unreadable;
+            // the buffer verifier checks only their magic numbers.
+            if kind == BlockKind::Inode {
+                if get_u16(chunk, 0) != crate::fs::format::dinode::DINODE_MAGIC {
+                    return Err(FsError::Corrupt {
+                        kind,
+                        daddr: at.0,
+                        what: "bad inode magic number".into(),
+                    });
+                }
+                continue;
+            }
             if let Err(m) = self.cksum.verify(kind, chunk) {
                 return Err(FsError::Crc {
                     kind,
@@ -320,9 +333,13 @@ impl BufCache {
     fn write_home(&self, g: &mut BufGuard) -> FsResult<()> {
         let kind = g.kind;
         let piece = kind.crc_len();
-        for chunk in g.bytes.chunks_mut(piece) {
-            // Inode clusters carry one CRC per inode; a free slot is still a valid inode.
-            self.cksum.update(kind, chunk);
+        // Inode clusters carry one CRC per inode, computed when that inode is written into
+        // the buffer (XFS's xfs_iflush); recomputing them here would launder a corrupt
+        // neighbour's bytes into a valid CRC.
+        if kind != BlockKind::Inode {
+            for chunk in g.bytes.chunks_mut(piece) {
+                self.cksum.update(kind, chunk);
+            }
         }
         debug_assert!(kind != BlockKind::Inode || g.bytes.len() % INODE_SIZE == 0);
         self.dev

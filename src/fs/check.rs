@@ -99,7 +99,11 @@ pub fn check(fs: &Fs) -> FsResult<Report> {
     // Inodes the inode trees call used: ino -> AG.
     let mut used_inodes: Vec<u64> = Vec::new();
     for agno in 0..geo.agcount {
-        check_ag(fs, agno, &mut maps[agno as usize], &mut used_inodes, &mut r)?;
+        // A structure that cannot be read is a finding like any other; the rest still gets
+        // checked.
+        if let Err(e) = check_ag(fs, agno, &mut maps[agno as usize], &mut used_inodes, &mut r) {
+            r.findings.push(format!("AG {agno}: cannot check: {e}"));
+        }
     }
     // Files: their blocks, and the namespace.
     let mut kinds: HashMap<u64, (FileKind, u32)> = HashMap::new();
@@ -149,10 +153,13 @@ pub fn check(fs: &Fs) -> FsResult<Report> {
             charged += u64::from(e.blockcount);
         }
         if let DataFork::Btree { root, extents } = &core.fork {
-            for f in bmbt::check_tree(fs, ino, *root, extents)? {
-                r.findings.push(f);
+            match bmbt::check_tree(fs, ino, *root, extents) {
+                Ok(f) => r.findings.extend(f),
+                Err(e) => r
+                    .findings
+                    .push(format!("inode {ino}: extent tree unreadable: {e}")),
             }
-            for ptr in bmbt::tree_blocks(fs, ino, *root)? {
+            for ptr in bmbt::tree_blocks(fs, ino, *root).unwrap_or_default() {
                 let agno = geo.agno_of(ptr);
                 maps[agno as usize].claim(
                     agno,
@@ -313,6 +320,30 @@ fn free_slot_in_use(fs: &Fs, ino: u64) -> FsResult<bool> {
     Ok(crate::fs::format::endian::get_u16(raw, 2) != 0)
 }
 
+/// Check one directory's structure and `..`, and list its entries.
+fn dir_entries(
+    fs: &Fs,
+    dino: u64,
+    parent: u64,
+    r: &mut Report,
+) -> FsResult<Vec<crate::target::DirEntry>> {
+    let ip = fs.iget(dino)?;
+    let mut tp = Trans::reader(fs);
+    let dp = tp.lock_inode_shared(ip);
+    for f in dir::check(&mut tp, dp)? {
+        r.findings.push(format!("directory {dino}: {f}"));
+    }
+    match dir::lookup(&mut tp, dp, b"..")? {
+        Some(p) if p == parent => {}
+        other => r.findings.push(format!(
+            "directory {dino}: '..' is {other:?}, parent is {parent}"
+        )),
+    }
+    let entries = dir::readdir(&mut tp, dp)?;
+    tp.commit()?;
+    Ok(entries)
+}
+
 fn check_namespace(fs: &Fs, kinds: &HashMap<u64, (FileKind, u32)>, r: &mut Report) -> FsResult<()> {
     let mut refs: HashMap<u64, u32> = HashMap::new();
     let mut subdirs: HashMap<u64, u32> = HashMap::new();
@@ -320,20 +351,14 @@ fn check_namespace(fs: &Fs, kinds: &HashMap<u64, (FileKind, u32)>, r: &mut Repor
     let mut queue = VecDeque::from([(fs.rootino, fs.rootino)]);
     seen.insert(fs.rootino);
     while let Some((dino, parent)) = queue.pop_front() {
-        let ip = fs.iget(dino)?;
-        let mut tp = Trans::reader(fs);
-        let dp = tp.lock_inode_shared(ip);
-        for f in dir::check(&mut tp, dp)? {
-            r.findings.push(format!("directory {dino}: {f}"));
-        }
-        match dir::lookup(&mut tp, dp, b"..")? {
-            Some(p) if p == parent => {}
-            other => r.findings.push(format!(
-                "directory {dino}: '..' is {other:?}, parent is {parent}"
-            )),
-        }
-        let entries = dir::readdir(&mut tp, dp)?;
-        tp.commit()?;
+        let entries = match dir_entries(fs, dino, parent, r) {
+            Ok(e) => e,
+            Err(e) => {
+                r.findings
+                    .push(format!("directory {dino}: unreadable: {e}"));
+                continue;
+            }
+        };
         for e in entries {
             *refs.entry(e.ino).or_default() += 1;
             match kinds.get(&e.ino) {
@@ -382,8 +407,9 @@ fn check_namespace(fs: &Fs, kinds: &HashMap<u64, (FileKind, u32)>, r: &mut Repor
                 .map(|ip| InodeRead::lock(ip).opens > 0)
                 .unwrap_or(false);
             if !open {
-                r.findings
-                    .push(format!("inode {ino} is in use but no directory names it"));
+                r.findings.push(format!(
+                    "inode {ino} is in use (link count {nlink}) but no directory names it"
+                ));
             }
             continue;
         }

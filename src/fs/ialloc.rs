@@ -177,6 +177,7 @@ fn init_chunk(tp: &mut Trans, agno: u32, agbno: u32) -> FsResult<()> {
     let fs = tp.fs();
     let geo = fs.geo;
     let uuid = fs.uuid;
+    let cksum = fs.bufs.cksum();
     for b in 0..CHUNK_BLOCKS {
         let id = tp.new_buf(geo.ag_daddr(agno, agbno + b), BlockKind::Inode, BLOCK_SIZE)?;
         let first = Geometry::agbno_agino(agbno + b);
@@ -188,6 +189,7 @@ fn init_chunk(tp: &mut Trans, agno: u32, agbno: u32) -> FsResult<()> {
                 ..DinodeCore::default()
             };
             dinode::encode_core(raw, ino, &core, &uuid);
+            cksum.update(BlockKind::Inode, raw);
         }
         tp.log_buf(id, 0, BLOCK_SIZE - 1);
     }
@@ -408,6 +410,7 @@ pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<()> {
     let (daddr, off) = geo.ino_location(ino);
     let id = tp.read_buf(daddr, BlockKind::Inode, BLOCK_SIZE)?;
     let uuid = tp.fs().uuid;
+    let cksum = tp.fs().bufs.cksum();
     let raw = &mut tp.buf_mut(id)[off..off + INODE_SIZE];
     let old_gen = dinode::decode_core(raw, ino, &uuid, daddr).map_or(0, |c| c.generation);
     dinode::encode_core(
@@ -420,6 +423,7 @@ pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<()> {
         &uuid,
     );
     dinode::literal_mut(raw).fill(0);
+    cksum.update(BlockKind::Inode, raw);
     tp.log_buf(id, off, off + INODE_SIZE - 1);
     put_agi(tp, &h);
     Ok(())

@@ -84,8 +84,10 @@ impl InodeCache {
     pub fn insert(&self, ip: Arc<Inode>, stats: &MountStats) -> Arc<Inode> {
         let mut shard = self.shard(ip.ino).lock();
         if let Some(existing) = shard.get(&ip.ino) {
-            stats.inc(Stat::IgDup);
-            return Arc::clone(existing);
+            if !existing.has_flag(crate::fs::inode::iflags::FREED) {
+                stats.inc(Stat::IgDup);
+                return Arc::clone(existing);
+            }
         }
         shard.insert(ip.ino, Arc::clone(&ip));
         drop(shard);

@@ -309,6 +309,14 @@ impl Fs {
             .get(daddr, BlockKind::Inode, BLOCK_SIZE, GetMode::Read)?;
         let raw = &g.bytes()[off..off + crate::fs::format::INODE_SIZE];
         let at = Daddr(daddr.0 + (off / BBSIZE) as u64);
+        if let Err(m) = self.bufs.cksum().verify(BlockKind::Inode, raw) {
+            return Err(FsError::Crc {
+                kind: BlockKind::Inode,
+                daddr: at.0,
+                expected: m.expected,
+                found: m.found,
+            });
+        }
         let di = dinode::decode_core(raw, ino, &self.uuid, at)?;
         let fork = crate::fs::bmap::decode_fork(self, &di, dinode::literal(raw), ino, at)?;
         Ok(InodeCore {
@@ -361,6 +369,7 @@ impl Fs {
             .count() as u32;
         dinode::encode_core(raw, ino, &core.di, &self.uuid);
         crate::fs::bmap::encode_fork(&core.fork, dinode::literal_mut(raw));
+        self.bufs.cksum().update(BlockKind::Inode, raw);
         self.bufs.mark_dirty(&mut g);
         core.dirty = false;
         self.stats.inc(Stat::IflushCount);

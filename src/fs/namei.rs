@@ -24,6 +24,14 @@ pub const CREATE_BLOCKS: u64 = 32;
 /// Blocks reserved for other namespace changes (link, rename, remove, inactivation).
 pub const CHANGE_BLOCKS: u64 = 16;
 
+/// Why [`Fs::lock_sorted`] could not lock a usable set.
+enum Stale {
+    /// A directory the caller named is gone.
+    Gone,
+    /// An inode looked up before locking was freed meanwhile: look it up again.
+    Retry,
+}
+
 /// Largest link count (as XFS's MAXLINK).
 pub const MAX_LINKS: u32 = (1 << 31) - 1;
 
@@ -201,17 +209,32 @@ impl Fs {
     }
 
     /// Lock `inodes` exclusive in ascending inode number (duplicates once) and join them.
-    fn lock_sorted(tp: &mut Trans, inodes: &[&Arc<Inode>]) -> Vec<InodeId> {
+    ///
+    /// Fails with `NotFound` if one of the first `dirs` inodes (directories the caller was
+    /// given) has been freed, and with [`Stale`] if a later one (looked up by the caller
+    /// before locking) was freed meanwhile: its number may already name a new inode, so the
+    /// caller must look it up again.
+    fn lock_sorted(
+        tp: &mut Trans,
+        inodes: &[&Arc<Inode>],
+        dirs: usize,
+    ) -> Result<Vec<InodeId>, Stale> {
         let mut order: Vec<&Arc<Inode>> = inodes.to_vec();
         order.sort_by_key(|ip| ip.ino);
         order.dedup_by_key(|ip| ip.ino);
         for ip in order {
             tp.lock_inode(Arc::clone(ip));
         }
-        inodes
+        // Freed inodes are flagged under their lock, so this check is stable now.
+        for (i, ip) in inodes.iter().enumerate() {
+            if ip.has_flag(iflags::FREED) {
+                return Err(if i < dirs { Stale::Gone } else { Stale::Retry });
+            }
+        }
+        Ok(inodes
             .iter()
             .map(|ip| tp.find_inode(ip.ino).expect("just locked"))
-            .collect()
+            .collect())
     }
 
     /// Remove a name (unlink, or rmdir when `want_dir`).
@@ -229,7 +252,11 @@ impl Fs {
             let child = self.lookup(dir, name)?;
             let mut tp = Trans::new(self);
             tp.reserve_or_dip(CHANGE_BLOCKS);
-            let ids = Self::lock_sorted(&mut tp, &[dir, &child]);
+            let ids = match Self::lock_sorted(&mut tp, &[dir, &child], 1) {
+                Ok(ids) => ids,
+                Err(Stale::Gone) => return Err(FsError::NotFound),
+                Err(Stale::Retry) => continue,
+            };
             let (dp, ip) = (ids[0], ids[1]);
             // Under the locks, the name must still lead to the same inode.
             if dir::lookup(&mut tp, dp, name)? != Some(child.ino) {
@@ -287,7 +314,7 @@ impl Fs {
         self.check_live()?;
         check_name(name)?;
         let mut tp = Trans::new(self);
-        let ids = Self::lock_sorted(&mut tp, &[dir, ip]);
+        let ids = Self::lock_sorted(&mut tp, &[dir, ip], 2).map_err(|_| FsError::NotFound)?;
         let (dp, id) = (ids[0], ids[1]);
         if !tp.ic(dp).is_dir() {
             return Err(FsError::NotDir);
@@ -370,7 +397,11 @@ impl Fs {
             }
             let mut tp = Trans::new(self);
             tp.reserve(CHANGE_BLOCKS)?;
-            let ids = Self::lock_sorted(&mut tp, &set);
+            let ids = match Self::lock_sorted(&mut tp, &set, 2) {
+                Ok(ids) => ids,
+                Err(Stale::Gone) => return Err(FsError::NotFound),
+                Err(Stale::Retry) => continue,
+            };
             let (sdp, ddp, sp) = (ids[0], ids[1], ids[2]);
             let dp = ids.get(3).copied();
             // Re-check both names under the locks.
@@ -466,10 +497,11 @@ impl Fs {
             ic.di.size = 0;
             ic.dirty = false;
         }
+        // Out of the cache before the AGI is released at commit: from then on the inode number
+        // can be allocated again, and a new inode must not find this one cached.
         ip.set_flag(iflags::FREED);
-        tp.commit()?;
         self.icache.remove(ip.ino, &self.stats);
-        Ok(())
+        tp.commit()
     }
 
     /// A file description was opened on `ip`.

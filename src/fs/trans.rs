@@ -358,6 +358,20 @@ impl<'a> Trans<'a> {
     /// list; every lock is released. A synchronous transaction then writes back everything
     /// and flushes the device before returning.
     pub fn commit(mut self) -> FsResult<()> {
+        self.finish(None).map(drop)
+    }
+
+    /// Commit, but keep inode `keep` locked and hand its lock back (XFS joins an inode with
+    /// lock flags 0 for this): a multi-transaction operation on one inode (write-back
+    /// converting several extents) stays atomic with respect to other users of the inode.
+    pub fn commit_keep(mut self, keep: InodeId) -> FsResult<InodeWrite> {
+        match self.finish(Some(keep))? {
+            Some(w) => Ok(w),
+            None => Err(FsError::Invalid("kept inode was not joined exclusive")),
+        }
+    }
+
+    fn finish(&mut self, keep: Option<InodeId>) -> FsResult<Option<InodeWrite>> {
         self.done = true;
         self.release_reservation();
         let dirty = self.is_dirty();
@@ -387,13 +401,24 @@ impl<'a> Trans<'a> {
                 }
             }
         }
+        let kept = keep.and_then(|id| {
+            let i = id.0 as usize;
+            if i < self.inodes.len() && matches!(self.inodes[i].lock, TLock::Exclusive(_)) {
+                match self.inodes.swap_remove(i).lock {
+                    TLock::Exclusive(w) => Some(w),
+                    TLock::Shared(_) => None,
+                }
+            } else {
+                None
+            }
+        });
         let sync = self.sync && dirty;
         self.bufs.clear();
         self.inodes.clear();
         if sync {
             self.fs.sync_metadata()?;
         }
-        Ok(())
+        Ok(kept)
     }
 }
 

@@ -259,16 +259,13 @@ impl Fs {
             // set-aside pool, which exists for exactly this.
             tp.allow_set_aside();
             let id = tp.join_locked(w);
-            let got = self.allocate_for(&mut tp, id, d);
-            let ip = Arc::clone(tp.inode(id));
-            match got {
-                Ok(()) => tp.commit()?,
+            match self.allocate_for(&mut tp, id, d) {
+                Ok(()) => w = tp.commit_keep(id)?,
                 Err(e) => {
                     drop(tp);
                     return Err(e);
                 }
             }
-            w = InodeWrite::lock(ip);
         }
     }
 
@@ -312,7 +309,7 @@ impl Fs {
     /// Write back one file's dirty pages. Returns pages written.
     pub fn writeback(&self, ip: &Arc<Inode>) -> FsResult<usize> {
         let w = InodeWrite::lock(Arc::clone(ip));
-        if w.ext.as_ref().is_none_or(|c| c.dirty_pages == 0) {
+        if ip.has_flag(iflags::FREED) || w.ext.as_ref().is_none_or(|c| c.dirty_pages == 0) {
             return Ok(0);
         }
         self.mark_writeback(ip, &w);
@@ -386,9 +383,7 @@ impl Fs {
                     false,
                 )?;
             }
-            let ip = Arc::clone(tp.inode(id));
-            tp.commit()?;
-            w = InodeWrite::lock(ip);
+            w = tp.commit_keep(id)?;
         }
         self.trim_page_cache(&mut w);
         Ok(written)
@@ -607,11 +602,9 @@ impl Fs {
                         return Err(e);
                     }
                     let id = tp.join_locked(w);
-                    let added = bmap::alloc_blocks(&mut tp, id, b, count, true);
-                    let ip2 = Arc::clone(tp.inode(id));
-                    match added {
+                    match bmap::alloc_blocks(&mut tp, id, b, count, true) {
                         Ok(v) => {
-                            tp.commit()?;
+                            w = tp.commit_keep(id)?;
                             b += v.iter().map(|e| u64::from(e.blockcount)).sum::<u64>();
                         }
                         Err(e) => {
@@ -620,7 +613,6 @@ impl Fs {
                             return Err(e);
                         }
                     }
-                    w = InodeWrite::lock(ip2);
                 }
             }
         }

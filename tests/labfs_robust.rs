@@ -1,0 +1,392 @@
+//! labfs under stress: a full filesystem, corrupt metadata, another process reading what this
+//! one wrote, and many threads changing the same directories.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use fslab::fs::Fs;
+use fslab::fs::check::check;
+use fslab::fs::dev::{BlockDev, FileDev, MemDev, file::FileOptions};
+use fslab::fs::error::FsError;
+use fslab::fs::format::ag::{
+    AGF_SECTOR, AGI_SECTOR, BNO_ROOT_BLOCK, CNT_ROOT_BLOCK, FINO_ROOT_BLOCK, INO_ROOT_BLOCK,
+};
+use fslab::fs::format::{BlockKind, Daddr};
+use fslab::fs::inode::{DataFork, InodeRead};
+use fslab::fs::mkfs::mkfs;
+use fslab::fs::options::Options;
+
+fn make(dev: &Arc<dyn BlockDev>) -> Arc<Fs> {
+    let opts = Options::default();
+    mkfs(Arc::clone(dev), &opts).unwrap();
+    Fs::mount(Arc::clone(dev), opts.mount).unwrap()
+}
+
+fn mem(size: u64) -> Arc<dyn BlockDev> {
+    Arc::new(MemDev::new(size).unwrap())
+}
+
+fn assert_clean(fs: &Fs) {
+    let r = check(fs).unwrap();
+    assert!(r.is_clean(), "fsck findings: {:#?}", r.findings);
+}
+
+#[test]
+fn a_full_filesystem_refuses_cleanly_and_stays_usable() {
+    let dev = mem(16 << 20);
+    let fs = make(&dev);
+    let root = fs.root().unwrap();
+    let chunk = vec![0xabu8; 256 << 10];
+    let mut files = 0;
+    let err = loop {
+        let name = format!("f{files}");
+        let (ip, _) = match fs.create(&root, name.as_bytes(), 0o644, true) {
+            Ok(x) => x,
+            Err(e) => break e,
+        };
+        files += 1;
+        let mut off = 0;
+        let e = loop {
+            match fs.write(&ip, off, &chunk) {
+                Ok(n) => off += n as u64,
+                Err(e) => break e,
+            }
+        };
+        if off == 0 || e != FsError::NoSpace {
+            break e;
+        }
+        if files > 15 {
+            break FsError::NoSpace;
+        }
+    };
+    assert_eq!(err, FsError::NoSpace);
+    assert!(files > 1);
+    // Everything written so far gets to disk: the reservations made at write time hold.
+    fs.sync().unwrap();
+    assert_clean(&fs);
+    // Removing a file makes room again.
+    fs.unlink(&root, b"f0").unwrap();
+    let (ip, _) = fs.create(&root, b"again", 0o644, true).unwrap();
+    fs.write(&ip, 0, &chunk).unwrap();
+    fs.fsync(&ip, false).unwrap();
+    fs.unmount().unwrap();
+    let fs = Fs::mount(Arc::clone(&dev), Options::default().mount).unwrap();
+    assert_clean(&fs);
+}
+
+/// Flip one byte of the block at `daddr` (outside its CRC field) on the device.
+fn flip(dev: &Arc<dyn BlockDev>, daddr: Daddr, len: usize, at: usize) {
+    let mut b = vec![0u8; len];
+    dev.read_at(&mut b, daddr.bytes()).unwrap();
+    b[at] ^= 0x40;
+    dev.write_at(&b, daddr.bytes(), true).unwrap();
+}
+
+/// A filesystem with a file in every interesting shape, unmounted.
+fn populated() -> (Arc<dyn BlockDev>, u64, u64) {
+    let dev = mem(64 << 20);
+    let fs = make(&dev);
+    let root = fs.root().unwrap();
+    let (small, _) = fs.create(&root, b"small", 0o644, true).unwrap();
+    fs.write(&small, 0, b"hello").unwrap();
+    let (frag, _) = fs.create(&root, b"fragmented", 0o644, true).unwrap();
+    // Every other block: far more extents than fit in the inode, so a bmbt.
+    for i in 0..200u64 {
+        fs.write(&frag, i * 8192, &[1u8; 4096]).unwrap();
+        fs.fsync(&frag, false).unwrap();
+    }
+    assert!(matches!(
+        InodeRead::lock(Arc::clone(&frag)).fork,
+        DataFork::Btree { .. }
+    ));
+    let (s, f) = (small.ino, frag.ino);
+    fs.unmount().unwrap();
+    (dev, s, f)
+}
+
+#[test]
+fn corrupt_ag_headers_and_superblock_fail_the_mount_with_a_typed_error() {
+    for (kind, sector, at) in [
+        (BlockKind::Superblock, 0u64, 40usize),
+        (BlockKind::Agf, AGF_SECTOR, 52),
+        (BlockKind::Agi, AGI_SECTOR, 16),
+    ] {
+        let (dev, _, _) = populated();
+        let fs = Fs::mount(Arc::clone(&dev), Options::default().mount).unwrap();
+        let daddr = fs
+            .geo
+            .ag_header_daddr(if kind == BlockKind::Superblock { 0 } else { 1 }, sector);
+        drop(fs);
+        flip(&dev, daddr, 512, at);
+        match Fs::mount(Arc::clone(&dev), Options::default().mount) {
+            Err(FsError::Crc {
+                kind: k,
+                daddr: d,
+                expected,
+                found,
+            }) => {
+                assert_eq!((k, d), (kind, daddr.0));
+                assert_ne!(expected, found);
+            }
+            other => panic!("{kind}: expected a CRC error, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_corrupt_inode_fails_only_that_inode() {
+    let (dev, small, _) = populated();
+    let fs = Fs::mount(Arc::clone(&dev), Options::default().mount).unwrap();
+    let (daddr, off) = fs.geo.ino_location(small);
+    drop(fs);
+    flip(&dev, daddr, 4096, off + 60);
+    let fs = Fs::mount(Arc::clone(&dev), Options::default().mount).unwrap();
+    match fs.lookup_path(b"/small") {
+        Err(FsError::Crc {
+            kind: BlockKind::Inode,
+            ..
+        }) => {}
+        other => panic!("expected an inode CRC error, got {other:?}"),
+    }
+    // The same error again (nothing cached as valid), and other files are fine.
+    assert!(matches!(
+        fs.lookup_path(b"/small"),
+        Err(FsError::Crc { .. })
+    ));
+    let frag = fs.lookup_path(b"/fragmented").unwrap();
+    let mut b = [0u8; 4];
+    assert_eq!(fs.read(&frag, 8192, &mut b).unwrap(), 4);
+}
+
+#[test]
+fn a_corrupt_extent_tree_block_fails_reading_that_file() {
+    let (dev, _, frag) = populated();
+    let fs = Fs::mount(Arc::clone(&dev), Options::default().mount).unwrap();
+    let ip = fs.iget(frag).unwrap();
+    let root = match &InodeRead::lock(ip).fork {
+        DataFork::Btree { root, .. } => *root,
+        other => panic!("{other:?}"),
+    };
+    drop(fs);
+    flip(&dev, Daddr::of_block(root.ptr), 4096, 200);
+    let fs = Fs::mount(Arc::clone(&dev), Options::default().mount).unwrap();
+    match fs.lookup_path(b"/fragmented") {
+        Err(FsError::Crc {
+            kind: BlockKind::BmapBtree,
+            ..
+        }) => {}
+        other => panic!("expected a bmbt CRC error, got {other:?}"),
+    }
+    assert!(fs.lookup_path(b"/small").is_ok());
+}
+
+#[test]
+fn corrupt_allocation_trees_fail_allocation_with_a_typed_error() {
+    for (kind, block) in [
+        (BlockKind::BnoBtree, BNO_ROOT_BLOCK),
+        (BlockKind::CntBtree, CNT_ROOT_BLOCK),
+        (BlockKind::InoBtree, INO_ROOT_BLOCK),
+        (BlockKind::FinoBtree, FINO_ROOT_BLOCK),
+    ] {
+        let dev = mem(64 << 20);
+        let fs = make(&dev);
+        let daddr = fs.geo.ag_daddr(0, block);
+        fs.unmount().unwrap();
+        drop(fs);
+        flip(&dev, daddr, 4096, 100);
+        let fs = Fs::mount(Arc::clone(&dev), Options::default().mount).unwrap();
+        let root = fs.root().unwrap();
+        // The root directory is in AG 0, so new files and their blocks go there first.
+        let result = fs.create(&root, b"x", 0o644, true).and_then(|(ip, _)| {
+            fs.write(&ip, 0, &[0u8; 4096])?;
+            fs.fsync(&ip, false)
+        });
+        match result {
+            Err(FsError::Crc { kind: k, .. }) => assert_eq!(k, kind),
+            other => panic!("{kind}: expected a CRC error, got {other:?}"),
+        }
+        let r = check(&fs).unwrap();
+        assert!(
+            r.findings
+                .iter()
+                .any(|f| f.contains(kind.name()) || f.contains("crc") || f.contains("CRC")),
+            "{kind}: {:?}",
+            r.findings
+        );
+    }
+}
+
+#[test]
+fn data_written_in_one_session_is_read_back_after_reopening_the_file_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lab.img");
+    let open = |create: bool| -> Arc<dyn BlockDev> {
+        let opts = FileOptions {
+            size: if create { Some(32 << 20) } else { None },
+            direct: false,
+        };
+        Arc::new(FileDev::open(&path, &opts).unwrap())
+    };
+    let payload: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 253) as u8).collect();
+    {
+        let dev = open(true);
+        let fs = make(&dev);
+        let root = fs.root().unwrap();
+        let d = fs.mkdir(&root, b"keep", 0o755).unwrap();
+        let (f, _) = fs.create(&d, b"data", 0o644, true).unwrap();
+        fs.write(&f, 0, &payload).unwrap();
+        fs.unmount().unwrap();
+    }
+    let dev = open(false);
+    let fs = Fs::mount(dev, Options::default().mount).unwrap();
+    let f = fs.lookup_path(b"/keep/data").unwrap();
+    let mut back = vec![0u8; payload.len()];
+    assert_eq!(fs.read(&f, 0, &mut back).unwrap(), payload.len());
+    assert_eq!(back, payload);
+    assert_clean(&fs);
+}
+
+/// The other half of the two-process test: runs in a child process.
+#[test]
+fn across_processes_child() {
+    let Ok(path) = std::env::var("FSLAB_TEST_IMAGE") else {
+        return;
+    };
+    let opts = FileOptions {
+        size: None,
+        direct: false,
+    };
+    let dev: Arc<dyn BlockDev> =
+        Arc::new(FileDev::open(std::path::Path::new(&path), &opts).unwrap());
+    let fs = Fs::mount(dev, Options::default().mount).unwrap();
+    let f = fs.lookup_path(b"/from-parent").unwrap();
+    let mut back = vec![0u8; 5];
+    assert_eq!(fs.read(&f, 0, &mut back).unwrap(), 5);
+    assert_eq!(&back, b"hello");
+    let root = fs.root().unwrap();
+    let (c, _) = fs.create(&root, b"from-child", 0o644, true).unwrap();
+    fs.write(&c, 0, b"world").unwrap();
+    fs.unmount().unwrap();
+}
+
+#[test]
+fn a_second_process_reads_what_the_first_wrote_and_vice_versa() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.img");
+    let opts = FileOptions {
+        size: Some(32 << 20),
+        direct: false,
+    };
+    {
+        let dev: Arc<dyn BlockDev> = Arc::new(FileDev::open(&path, &opts).unwrap());
+        let fs = make(&dev);
+        let root = fs.root().unwrap();
+        let (f, _) = fs.create(&root, b"from-parent", 0o644, true).unwrap();
+        fs.write(&f, 0, b"hello").unwrap();
+        fs.unmount().unwrap();
+    }
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "across_processes_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("FSLAB_TEST_IMAGE", &path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let dev: Arc<dyn BlockDev> = Arc::new(
+        FileDev::open(
+            &path,
+            &FileOptions {
+                size: None,
+                direct: false,
+            },
+        )
+        .unwrap(),
+    );
+    let fs = Fs::mount(dev, Options::default().mount).unwrap();
+    let c = fs.lookup_path(b"/from-child").unwrap();
+    let mut back = [0u8; 5];
+    fs.read(&c, 0, &mut back).unwrap();
+    assert_eq!(&back, b"world");
+    assert_clean(&fs);
+}
+
+#[test]
+fn many_threads_changing_the_same_directories_never_deadlock() {
+    let dev = mem(128 << 20);
+    let fs = make(&dev);
+    let root = fs.root().unwrap();
+    for d in [&b"d0"[..], b"d1", b"d2"] {
+        fs.mkdir(&root, d, 0o755).unwrap();
+    }
+    let progress = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    // Watchdog: if no thread makes progress for 20 s, the locks are stuck.
+    let watchdog = {
+        let (progress, stop) = (Arc::clone(&progress), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut last = (progress.load(Ordering::Relaxed), Instant::now());
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                let p = progress.load(Ordering::Relaxed);
+                if p != last.0 {
+                    last = (p, Instant::now());
+                } else if last.1.elapsed() > Duration::from_secs(20) {
+                    eprintln!("deadlock: no progress for 20 s");
+                    std::process::abort();
+                }
+            }
+        })
+    };
+    let workers: Vec<_> = (0..6u64)
+        .map(|t| {
+            let (fs, progress) = (Arc::clone(&fs), Arc::clone(&progress));
+            std::thread::spawn(move || {
+                let mut x = t + 1;
+                while Instant::now() < deadline {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let d1 = format!("/d{}", (x >> 33) % 3);
+                    let d2 = format!("/d{}", (x >> 40) % 3);
+                    let n1 = format!("n{}", (x >> 45) % 5);
+                    let n2 = format!("n{}", (x >> 50) % 5);
+                    let dir1 = fs.lookup_path(d1.as_bytes()).unwrap();
+                    let dir2 = fs.lookup_path(d2.as_bytes()).unwrap();
+                    let r = match (x >> 56) % 5 {
+                        0 | 1 => {
+                            fs.create(&dir1, n1.as_bytes(), 0o644, false)
+                                .and_then(|(ip, _)| {
+                                    fs.write(&ip, 0, b"x")?;
+                                    fs.fsync(&ip, false)
+                                })
+                        }
+                        2 => fs.unlink(&dir1, n1.as_bytes()),
+                        3 => fs.rename(&dir1, n1.as_bytes(), &dir2, n2.as_bytes()),
+                        _ => fs
+                            .lookup(&dir1, n1.as_bytes())
+                            .and_then(|ip| fs.link(&ip, &dir2, n2.as_bytes())),
+                    };
+                    match r {
+                        Ok(()) | Err(FsError::NotFound | FsError::Exists | FsError::IsDir) => {}
+                        Err(e) => panic!("thread {t}: {e}"),
+                    }
+                    progress.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    watchdog.join().unwrap();
+    assert!(progress.load(Ordering::Relaxed) > 100);
+    fs.sync().unwrap();
+    assert_clean(&fs);
+}
