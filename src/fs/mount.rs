@@ -329,6 +329,10 @@ impl Fs {
     /// Add a brand-new inode to the cache, locked exclusive (its allocation transaction
     /// joins it).
     pub(crate) fn new_inode(&self, ino: u64, di: DinodeCore) -> FsResult<InodeWrite> {
+        // XFS instantiates a new inode through xfs_iget(XFS_IGET_CREATE): a cache lookup
+        // that misses.
+        self.stats.inc(Stat::IgAttempts);
+        self.stats.inc(Stat::IgMissed);
         let ip = Arc::new(Inode::new(
             ino,
             InodeCore {
