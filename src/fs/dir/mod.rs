@@ -109,8 +109,10 @@ pub const NULL_BEST: u16 = 0xffff;
 /// many bytes below the literal area's size.
 pub const SF_SHRINK_SLACK: usize = 48;
 /// A leaf-form directory shrinks to block form only if the hash leaf fits data block 0's
-/// final free region with this many bytes to spare.
-pub const BLOCK_SHRINK_SLACK: usize = 64;
+/// final free region with this many bytes to spare. More than the largest entry (272
+/// bytes) plus one hash entry, so that no single removal can undo the conversion an add
+/// just made: a rename (add, then remove, in one transaction) never converts both ways.
+pub const BLOCK_SHRINK_SLACK: usize = 288;
 /// A node-form directory shrinks to leaf form only if the leaf block would keep this many
 /// bytes free.
 pub const LEAF_SHRINK_SLACK: usize = 256;
