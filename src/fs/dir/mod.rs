@@ -449,9 +449,31 @@ pub fn lookup(tp: &mut Trans, dp: InodeId, name: &[u8]) -> FsResult<Option<u64>>
             }
             Ok(sf.find(name).map(|e| e.ino))
         }
+        _ if name == b".." => Ok(Some(dotdot(tp, dp)?.1.ino)),
         Form::Block => block::lookup(tp, dp, name),
         Form::Leaf => leaf::lookup(tp, dp, name),
         Form::Node => node::lookup(tp, dp, name),
+    }
+}
+
+/// The `..` entry of a block, leaf or node directory: always at offset 80 of data block 0,
+/// so it is read directly (a damaged hash index does not hide the parent from fsck).
+fn dotdot(tp: &mut Trans, dp: InodeId) -> FsResult<(BufId, data::Ent)> {
+    let kind = if form(tp, dp)? == Form::Block {
+        BlockKind::DirBlock
+    } else {
+        BlockKind::DirData
+    };
+    let id = read_block(tp, dp, 0, kind)?;
+    let b = tp.buf(id);
+    match data::entry_at(b, data::DOTDOT, BLOCK_SIZE - 8) {
+        Ok(e) if e.name(b) == b".." => Ok((id, e)),
+        _ => Err(data::corrupt(
+            tp,
+            id,
+            kind,
+            "no '..' entry at offset 0x50".into(),
+        )),
     }
 }
 
@@ -544,6 +566,11 @@ pub fn replace(
             };
             set_local(tp, dp, sf.encode());
             Ok(old)
+        }
+        _ if name == b".." => {
+            let (id, e) = dotdot(tp, dp)?;
+            data::set_ino(tp, id, &e, ino, ftype);
+            Ok(e.ino)
         }
         Form::Block => block::replace(tp, dp, name, ino, ftype),
         Form::Leaf => leaf::replace(tp, dp, name, ino, ftype),

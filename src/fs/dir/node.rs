@@ -563,14 +563,16 @@ pub fn add(
 pub fn remove(tp: &mut Trans, dp: InodeId, defer: &mut Defer, name: &[u8]) -> FsResult<u64> {
     let owner = tp.ino(dp);
     let root = tree_root(tp, dp)?;
-    let (hit, after) = {
+    let (hit, mut fr, after) = {
         let mut st = HashStore::writer(tp, dp, defer);
         let mut cur = Cursor::<DirHashSpec>::new(root, owner);
         let hit = find(&mut st, &mut cur, name)?.ok_or(FsError::NotFound)?;
+        // Read the free index before changing anything, so a bad one fails cleanly.
+        let fr = read_free(st.tp, st.dp, hit.db / FREE_BESTS)?;
         cur.delete(&mut st)?;
         let after = cur.root();
         fixup_root(&mut st, root, after)?;
-        (hit, after)
+        (hit, fr, after)
     };
     data::release(
         tp,
@@ -581,7 +583,6 @@ pub fn remove(tp: &mut Trans, dp: InodeId, defer: &mut Defer, name: &[u8]) -> Fs
         BLOCK_SIZE,
     )?;
     let v = data::refresh_bestfree(tp, hit.did, BlockKind::DirData, BLOCK_SIZE)?;
-    let mut fr = read_free(tp, dp, hit.db / FREE_BESTS)?;
     if v == data::EMPTY && hit.db != 0 {
         defer.drop_block(tp, hit.did, hit.db);
         set_free_best(tp, defer, &mut fr, hit.db, None);
