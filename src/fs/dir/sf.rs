@@ -11,7 +11,12 @@
 //!
 //! Entry: `namelen u8, offset u16, name[namelen], ftype u8, ino u64` (12 + namelen bytes).
 //! `offset` is the entry's position in the block form, kept so a readdir cookie stays valid
-//! across the conversion (as XFS does); `.` is implicit.
+//! across the conversion (as XFS does); `.` is implicit. Offsets are multiples of 8, start at
+//! 96 (after the data header, `.` and `..`), increase without overlap (each entry taking its
+//! block-form size), and leave room for the block form's hash leaf and tail: converting to a
+//! block places every entry at its offset. A new entry goes after the last one; when that
+//! would not fit a block, the offsets are renumbered densely first (XFS instead looks for a
+//! hole; no cookie outlives a change here, so renumbering is simpler and as good).
 
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::BlockKind;
@@ -20,6 +25,11 @@ use crate::target::FileKind;
 
 /// Header bytes.
 pub const HDR: usize = 10;
+/// End of the block form's data region for `entries` entries besides `.` and `..`: the hash
+/// leaf (8 bytes per entry, dots included) and the 8-byte tail follow it.
+pub fn block_data_end(entries: usize) -> usize {
+    crate::fs::format::BLOCK_SIZE - 8 - 8 * (entries + 2)
+}
 /// First block-form offset given to an entry (after the data header and `.`/`..`).
 pub const FIRST_OFFSET: u16 = 96;
 
@@ -116,6 +126,19 @@ impl Shortform {
         if p != b.len() {
             return Err(corrupt("trailing bytes after the last entry"));
         }
+        let mut next = usize::from(FIRST_OFFSET);
+        for e in &entries {
+            let off = usize::from(e.offset);
+            if off < next || off % 8 != 0 {
+                return Err(corrupt(
+                    "entry offsets overlap, run backwards or are misaligned",
+                ));
+            }
+            next = off + usize::from(block_entry_size(e.name.len()));
+        }
+        if next > block_data_end(entries.len()) {
+            return Err(corrupt("entry offsets do not fit the block form"));
+        }
         Ok(Shortform { parent, entries })
     }
 
@@ -157,12 +180,30 @@ impl Shortform {
         self.entries.iter_mut().find(|e| e.name == name)
     }
 
-    /// Append an entry after the last one's offset.
+    /// Block-form offset just past the last entry.
+    fn end_offset(&self) -> usize {
+        self.entries.last().map_or(usize::from(FIRST_OFFSET), |e| {
+            usize::from(e.offset) + usize::from(block_entry_size(e.name.len()))
+        })
+    }
+
+    /// Give the entries dense offsets from [`FIRST_OFFSET`], keeping their order.
+    pub fn renumber(&mut self) {
+        let mut off = FIRST_OFFSET;
+        for e in &mut self.entries {
+            e.offset = off;
+            off += block_entry_size(e.name.len());
+        }
+    }
+
+    /// Append an entry after the last one's offset (renumbering first if it would not fit
+    /// the block form there).
     pub fn add(&mut self, name: &[u8], ino: u64, kind: FileKind) {
-        let offset = self
-            .entries
-            .last()
-            .map_or(FIRST_OFFSET, |e| e.offset + block_entry_size(e.name.len()));
+        let size = usize::from(block_entry_size(name.len()));
+        if self.end_offset() + size > block_data_end(self.entries.len() + 1) {
+            self.renumber();
+        }
+        let offset = self.end_offset() as u16;
         self.entries.push(SfEntry {
             name: name.to_vec(),
             offset,
@@ -194,5 +235,35 @@ mod tests {
         assert_eq!(sf.entries[1].offset, FIRST_OFFSET + 16);
         assert_eq!(sf.remove(b"a"), Some(131));
         assert_eq!(sf.find(b"subdir").map(|e| e.ino), Some(200));
+    }
+
+    #[test]
+    fn decode_rejects_offsets_that_would_not_make_a_block() {
+        let mut sf = Shortform::new(128);
+        sf.add(b"a", 131, FileKind::File);
+        sf.add(b"b", 132, FileKind::File);
+        sf.entries[1].offset = sf.entries[0].offset; // overlap
+        assert!(Shortform::decode(&sf.encode()).is_err());
+        sf.entries[1].offset = 4090; // past the block's data region
+        assert!(Shortform::decode(&sf.encode()).is_err());
+        sf.entries[1].offset = 113; // misaligned
+        assert!(Shortform::decode(&sf.encode()).is_err());
+    }
+
+    #[test]
+    fn offsets_creep_then_renumber_instead_of_leaving_the_block() {
+        let mut sf = Shortform::new(128);
+        sf.add(b"keep", 1, FileKind::File);
+        for i in 0..1000u32 {
+            let name = format!("n{i}");
+            sf.add(name.as_bytes(), 2, FileKind::File);
+            assert!(Shortform::decode(&sf.encode()).is_ok(), "step {i}");
+            if i % 2 == 0 {
+                sf.remove(b"keep");
+                sf.add(b"keep", 1, FileKind::File);
+            }
+            sf.remove(name.as_bytes());
+        }
+        assert!(sf.entries.iter().all(|e| usize::from(e.offset) < 4096));
     }
 }
