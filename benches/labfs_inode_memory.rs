@@ -1,0 +1,134 @@
+//! Resident memory per cached clean inode, at 1,000,000 cached inodes:
+//! `cargo bench --bench labfs_inode_memory [-- N]` (N inodes, default 1,000,000).
+//!
+//! labfs runs on a file device in /dev/shm, so the device's contents are page cache, not this
+//! process's memory. The filesystem is populated (1000 directories of N/1000 empty files),
+//! unmounted and mounted again with empty caches and a small buffer cache; then every inode
+//! is looked up and stays cached, in a fresh process (so memory the allocator kept from the
+//! populating phase cannot hide the growth). The growth of the process's resident set divided by the
+//! inodes cached is the figure (it includes the cache's index, allocator overhead, and the
+//! clean metadata buffers the buffer cache keeps, at most its 16 MiB limit).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use fslab::fs::Fs;
+use fslab::fs::dev::{BlockDev, FileDev, file::FileOptions};
+use fslab::fs::mkfs::mkfs;
+use fslab::fs::options::Options;
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .expect("resident pages");
+    // SAFETY: sysconf has no preconditions.
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64
+}
+
+fn main() {
+    if let Some(img) = std::env::var_os("FSLAB_MEASURE_IMAGE") {
+        measure(std::path::Path::new(&img));
+        return;
+    }
+    let n: u64 = std::env::args()
+        .skip(1)
+        .find(|a| a != "--bench")
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
+    let dirs = 1000u64;
+    let per_dir = n.div_ceil(dirs);
+    let tmp = tempfile::Builder::new()
+        .prefix("fslab-mem")
+        .tempdir_in("/dev/shm")
+        .expect("/dev/shm");
+    let img = tmp.path().join("lab.img");
+    let opts = Options::parse("bufcache=16m,icache=4000000").expect("options");
+    let dev: Arc<dyn BlockDev> = Arc::new(
+        FileDev::open(
+            &img,
+            &FileOptions {
+                size: Some(4 << 30),
+                direct: false,
+            },
+        )
+        .expect("device"),
+    );
+    mkfs(Arc::clone(&dev), &opts).expect("mkfs");
+    let t = Instant::now();
+    {
+        let fs = Fs::mount(Arc::clone(&dev), opts.mount.clone()).expect("mount");
+        let root = fs.root().expect("root");
+        for d in 0..dirs {
+            let dir = fs
+                .mkdir(&root, format!("d{d:04}").as_bytes(), 0o755)
+                .expect("mkdir");
+            for f in 0..per_dir {
+                fs.create(&dir, format!("f{f:06}").as_bytes(), 0o644, true)
+                    .expect("create");
+            }
+            // Keep the dirty set small while populating.
+            if d % 50 == 49 {
+                fs.sync().expect("sync");
+                fs.icache.reclaim(&fs.stats);
+            }
+        }
+        fs.unmount().expect("unmount");
+    }
+    println!(
+        "populated {} inodes in {:.1} s",
+        dirs * per_dir,
+        t.elapsed().as_secs_f64()
+    );
+    drop(dev);
+    let status = std::process::Command::new(std::env::current_exe().expect("self"))
+        .env("FSLAB_MEASURE_IMAGE", &img)
+        .status()
+        .expect("measuring process");
+    assert!(status.success());
+}
+
+/// The measuring half: mount the image with empty caches and cache every inode.
+fn measure(img: &std::path::Path) {
+    let opts = Options::parse("bufcache=16m,icache=4000000").expect("options");
+    let dev: Arc<dyn BlockDev> = Arc::new(
+        FileDev::open(
+            img,
+            &FileOptions {
+                size: None,
+                direct: false,
+            },
+        )
+        .expect("device"),
+    );
+    let fs = Fs::mount(Arc::clone(&dev), opts.mount.clone()).expect("mount");
+    let root = fs.root().expect("root");
+    let before = rss_bytes();
+    let cached_before = fs.icache.len();
+    let mut held = 0u64;
+    for e in fs.readdir(&root).expect("readdir") {
+        let dir = fs.iget(e.ino).expect("dir");
+        for f in fs.readdir(&dir).expect("readdir") {
+            fs.iget(f.ino).expect("inode");
+            held += 1;
+        }
+    }
+    let after = rss_bytes();
+    let cached = (fs.icache.len() - cached_before) as u64;
+    println!("inodes looked up: {held}, cached: {cached}");
+    println!(
+        "resident set: {:.1} MiB before, {:.1} MiB after",
+        before as f64 / 1048576.0,
+        after as f64 / 1048576.0
+    );
+    println!(
+        "metadata buffers cached: {:.1} MiB",
+        fs.bufs.cached_bytes() as f64 / 1048576.0
+    );
+    println!(
+        "bytes per cached clean inode: {:.0}",
+        (after - before) as f64 / cached as f64
+    );
+}

@@ -1,0 +1,87 @@
+//! labfs on its memory device against the kernel's tmpfs, with the same fs_mark workload
+//! engine, interleaved in one run: `cargo bench --bench labfs_vs_tmpfs [-- ARGS...]`.
+//!
+//! Default workload: `-S0 -s 0 -n 200000` (issue 4's comparison: pure metadata, no sync).
+//! Pass fs_mark options after `--` to compare something else, e.g. `-- -S1 -s 4096 -n 20000`.
+//! tmpfs runs in a fresh directory under /dev/shm. Prints each round's files/sec and the
+//! labfs/tmpfs ratio (above 1: labfs is faster).
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use fslab::cli::target_args::{FsKind, TargetArgs};
+use fslab::target::mkdir_parents;
+use fslab::workload::SystemClock;
+use fslab::workload::fsmark::{self, FsmarkArgs, LoopReport, RunEnv, RunStart};
+
+struct Quiet;
+
+impl fsmark::Observer for Quiet {
+    fn run_started(&mut self, _: &RunStart<'_>) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn loop_finished(&mut self, _: &LoopReport) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn run(fs: FsKind, dir: PathBuf, extra: &[String]) -> f64 {
+    let mut argv = vec![
+        "fsmark".to_string(),
+        "-d".into(),
+        dir.display().to_string(),
+        "-l".into(),
+        "/dev/null".into(),
+    ];
+    argv.extend(extra.iter().cloned());
+    let args = FsmarkArgs::try_parse_from(&argv).expect("fs_mark arguments");
+    let (config, _) = args.to_config().expect("valid fs_mark arguments");
+    let opened = TargetArgs {
+        fs,
+        ..TargetArgs::default()
+    }
+    .open()
+    .expect("target");
+    if opened.lab.is_some() {
+        mkdir_parents(opened.target.as_ref(), &dir).expect("parents");
+    }
+    let env = RunEnv {
+        target: opened.target.as_ref(),
+        clock: &SystemClock,
+        interrupt: None,
+    };
+    let outcome = fsmark::run(&env, &config, &mut Quiet).expect("run");
+    opened.finish().expect("unmount");
+    outcome.summary.average
+}
+
+fn main() {
+    let mut extra: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    if extra.is_empty() {
+        extra = ["-S0", "-s", "0", "-n", "200000"]
+            .map(String::from)
+            .to_vec();
+    }
+    let rounds = 3;
+    let mut ratios = Vec::new();
+    println!("workload: fs_mark {}", extra.join(" "));
+    for round in 1..=rounds {
+        let shm = tempfile::Builder::new()
+            .prefix("fslab-bench")
+            .tempdir_in("/dev/shm")
+            .expect("/dev/shm");
+        let host = run(FsKind::Host, shm.path().join("d"), &extra);
+        drop(shm);
+        let lab = run(FsKind::Lab, PathBuf::from("/bench/d"), &extra);
+        let ratio = lab / host;
+        ratios.push(ratio);
+        println!(
+            "round {round}: tmpfs {host:>10.1} files/s   labfs/mem {lab:>10.1} files/s   ratio {ratio:.2}"
+        );
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!("median labfs/tmpfs ratio: {:.2}", ratios[ratios.len() / 2]);
+}
