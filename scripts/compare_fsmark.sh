@@ -9,6 +9,7 @@
 #   DIR      where the files go (default: /dev/shm)
 #   RUNS     runs per tool per case (default: 3)
 #
+# fsmark runs with --fs host, so both tools work on the same kernel filesystem.
 # Cases: "-S0 -s 0 -n 50000" (pure metadata) and "-S1 -s 4096 -n 5000" (fsync per file).
 # Each run alternates which tool goes first, so drift on a shared machine hits both alike.
 # Prints each run's Files/sec (the table's row), each tool's mean, and fsmark/fs_mark.
@@ -43,9 +44,9 @@ for c in "${cases[@]}"; do
     for ((i = 0; i < RUNS; i++)); do
         if ((i % 2 == 0)); then
             theirs+=("$(run_one "$FS_MARK" "${args[@]}")")
-            ours+=("$(run_one "$FSMARK" "${args[@]}")")
+            ours+=("$(run_one "$FSMARK" --fs host "${args[@]}")")
         else
-            ours+=("$(run_one "$FSMARK" "${args[@]}")")
+            ours+=("$(run_one "$FSMARK" --fs host "${args[@]}")")
             theirs+=("$(run_one "$FS_MARK" "${args[@]}")")
         fi
     done

@@ -75,3 +75,32 @@ fn unlink_frees_inodes_and_blocks() {
         "every block came back (chunk freed too)"
     );
 }
+
+#[test]
+fn setattr_changes_mode_owner_and_times_and_persists() {
+    let (dev, fs) = fresh(64 << 20);
+    let root = fs.root().unwrap();
+    let (f, _) = fs.create(&root, b"f", 0o600, true).unwrap();
+    let attr = fslab::fs::namei::SetAttr {
+        mode: Some(0o751),
+        uid: Some(7),
+        gid: Some(8),
+        atime: Some(11),
+        mtime: Some(22),
+    };
+    fs.setattr(&f, &attr).unwrap();
+    assert_eq!(
+        fs.stats
+            .mount()
+            .snapshot()
+            .get(fslab::fs::stats::Stat::IgAttrchg),
+        1
+    );
+    fs.unmount().unwrap();
+    drop((f, root, fs));
+    let fs = Fs::mount(dev, Options::default().mount).unwrap();
+    let f = fs.lookup_path(b"/f").unwrap();
+    let c = fslab::fs::inode::InodeRead::lock(f);
+    assert_eq!(u32::from(c.di.mode), 0o100751);
+    assert_eq!((c.di.uid, c.di.gid, c.di.atime, c.di.mtime), (7, 8, 11, 22));
+}

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::Parser;
 use clap::error::ErrorKind;
 
-use fslab::cli::observe::{Observer as StatsObserver, event_list};
+use fslab::cli::observe::{Observer as StatsObserver, decode_files, event_list};
 use fslab::cli::target_args::TargetSetupError;
 use fslab::cli::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use fslab::report::fsmark::Printer;
@@ -86,6 +86,18 @@ fn main() -> ExitCode {
     if args.observe.wants_event_list() {
         print!("{}", event_list());
         return exit(EXIT_OK);
+    }
+    if let Some(files) = args.observe.files_to_decode() {
+        return match decode_files(files) {
+            Ok(text) => {
+                print!("{text}");
+                exit(EXIT_OK)
+            }
+            Err(e) => {
+                eprintln!("fsmark: {e}");
+                exit(EXIT_FAILURE)
+            }
+        };
     }
     let (config, report_opts) = match args.to_config() {
         Ok(c) => c,

@@ -55,9 +55,11 @@ pub struct ObserveArgs {
     /// Also write the final statistics block to FILE.
     #[arg(long, value_name = "FILE")]
     pub stats_out: Option<PathBuf>,
-    /// Print statistics decoded, field by field with their meaning (implies --stats).
-    #[arg(long)]
-    pub stats_decode: bool,
+    /// Print statistics decoded, field by field with their meaning (implies --stats). With
+    /// one FILE (a /proc/fs/xfs/stat snapshot from any kernel, `-` for stdin): decode it and
+    /// exit; with two: decode their difference (the second minus the first) and exit.
+    #[arg(long, value_name = "FILE", num_args = 0..=2)]
+    pub stats_decode: Option<Vec<PathBuf>>,
     /// On the host, clear the kernel's XFS statistics first (needs root); without it fslab
     /// prints the difference between before and after.
     #[arg(long)]
@@ -75,12 +77,48 @@ fn parse_hist(s: &str) -> Result<HistSpec, String> {
 impl ObserveArgs {
     /// Whether statistics were asked for.
     pub fn wants_stats(&self) -> bool {
-        self.stats || self.stats_decode || self.stats_out.is_some()
+        self.stats || self.stats_decode.is_some() || self.stats_out.is_some()
+    }
+
+    /// Whether statistics are printed decoded.
+    pub fn decoded(&self) -> bool {
+        self.stats_decode.is_some()
+    }
+
+    /// The snapshot files given to `--stats-decode`, if the user asked to decode files
+    /// rather than a run.
+    pub fn files_to_decode(&self) -> Option<&[PathBuf]> {
+        self.stats_decode.as_deref().filter(|f| !f.is_empty())
     }
 
     /// Whether the user asked for the event catalogue (`--trace list`).
     pub fn wants_event_list(&self) -> bool {
         self.trace.as_deref() == Some("list")
+    }
+}
+
+/// Decode one stat snapshot, or the difference of two (`--stats-decode FILE [FILE]`).
+pub fn decode_files(files: &[PathBuf]) -> Result<String, ObserveError> {
+    let read = |p: &PathBuf| -> Result<StatFile, ObserveError> {
+        let text = if p.as_os_str() == "-" {
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map(|_| s)
+        } else {
+            std::fs::read_to_string(p)
+        }
+        .map_err(|source| ObserveError::Read {
+            path: p.clone(),
+            source,
+        })?;
+        StatFile::parse(&text).map_err(|source| ObserveError::Decode {
+            path: p.clone(),
+            source,
+        })
+    };
+    match files {
+        [one] => Ok(read(one)?.decode()),
+        [before, after] => Ok(StatDiff::between(&read(before)?, &read(after)?).decode()),
+        _ => Ok(String::new()),
     }
 }
 
@@ -107,6 +145,22 @@ pub enum ObserveError {
     /// The host's statistics could not be read or cleared.
     #[error("--stats: {0}")]
     HostStats(#[from] HostStatsError),
+    /// A snapshot to decode could not be read.
+    #[error("--stats-decode {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A snapshot to decode is not stat text.
+    #[error("--stats-decode {}: {source}", path.display())]
+    Decode {
+        /// The file.
+        path: PathBuf,
+        /// What did not parse.
+        source: crate::fs::stats::decode::DecodeError,
+    },
     /// Writing statistics failed.
     #[error("--stats-out {}: {source}", path.display())]
     Write {
@@ -171,7 +225,7 @@ impl Observer {
 
     /// Render a block (raw, and decoded when asked).
     fn render(&self, diff: &StatDiff) -> String {
-        if self.args.stats_decode {
+        if self.args.decoded() {
             diff.decode()
         } else {
             diff.render_raw()
@@ -255,9 +309,30 @@ mod tests {
     }
 
     #[test]
+    fn decode_files_decodes_one_snapshot_or_the_difference_of_two() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = MountStats::new();
+        let a = dir.path().join("a");
+        std::fs::write(&a, m.mount().snapshot().render()).unwrap();
+        m.add(Stat::DirCreate, 42);
+        let b = dir.path().join("b");
+        std::fs::write(&b, m.mount().snapshot().render()).unwrap();
+        assert!(
+            decode_files(std::slice::from_ref(&b))
+                .unwrap()
+                .contains("create = 42")
+        );
+        let diff = decode_files(&[a.clone(), b]).unwrap();
+        assert!(diff.contains("create = 42"), "{diff}");
+        std::fs::write(&a, "dir x y\n").unwrap();
+        let e = decode_files(&[a]).unwrap_err().to_string();
+        assert!(e.starts_with("--stats-decode"), "{e}");
+    }
+
+    #[test]
     fn decode_implies_stats() {
         let a = ObserveArgs {
-            stats_decode: true,
+            stats_decode: Some(Vec::new()),
             ..ObserveArgs::default()
         };
         assert!(a.wants_stats());

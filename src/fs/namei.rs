@@ -519,3 +519,51 @@ impl Fs {
         if free { self.inactivate(ip) } else { Ok(()) }
     }
 }
+
+/// What `setattr` changes (chmod, chown, utimes); `None` leaves a field alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SetAttr {
+    /// New permission bits (the type bits are kept).
+    pub mode: Option<u32>,
+    /// New owner.
+    pub uid: Option<u32>,
+    /// New group.
+    pub gid: Option<u32>,
+    /// New access time, ns.
+    pub atime: Option<i64>,
+    /// New modification time, ns.
+    pub mtime: Option<i64>,
+}
+
+impl Fs {
+    /// Change an inode's attributes (XFS's `xfs_setattr_nonsize`; size changes are
+    /// [`Fs::truncate`]). Counts `ig attrchg` as XFS does.
+    pub fn setattr(&self, ip: &Arc<Inode>, attr: &SetAttr) -> FsResult<()> {
+        self.check_live()?;
+        let mut tp = Trans::new(self);
+        let id = tp.lock_inode(Arc::clone(ip));
+        if ip.has_flag(iflags::FREED) {
+            return Err(FsError::NotFound);
+        }
+        let ic = tp.ic_mut(id);
+        if let Some(m) = attr.mode {
+            ic.di.mode = (ic.di.mode & crate::fs::inode::S_IFMT) | (m as u16 & 0o7777);
+        }
+        if let Some(u) = attr.uid {
+            ic.di.uid = u;
+        }
+        if let Some(g) = attr.gid {
+            ic.di.gid = g;
+        }
+        if let Some(a) = attr.atime {
+            ic.di.atime = a;
+        }
+        if let Some(m) = attr.mtime {
+            ic.di.mtime = m;
+        }
+        ic.di.ctime = crate::fs::now_ns();
+        tp.log_inode(id);
+        self.stats.inc(crate::fs::stats::Stat::IgAttrchg);
+        tp.commit()
+    }
+}
