@@ -86,7 +86,20 @@ fn split(path: &[u8]) -> (&[u8], &[u8]) {
     (if i == 0 { b"/" } else { &path[..i] }, &path[i + 1..])
 }
 
-const NAMES: [&[u8]; 6] = [b"a", b"b", b"c", b"dd", b"eee", b"f0"];
+/// Names for a run: a few short ones (small, shortform directories) or many long ones, so
+/// directories grow through the block, leaf and node forms and shrink back.
+fn names(many: bool) -> Vec<Vec<u8>> {
+    if many {
+        (0..400u32)
+            .map(|i| format!("{i:03}-{}", "x".repeat((i as usize * 7) % 90)).into_bytes())
+            .collect()
+    } else {
+        [&b"a"[..], b"b", b"c", b"dd", b"eee", b"f0"]
+            .iter()
+            .map(|n| n.to_vec())
+            .collect()
+    }
+}
 
 fn read_all(fs: &Fs, path: &[u8]) -> Vec<u8> {
     let ip = fs.lookup_path(path).unwrap();
@@ -141,10 +154,10 @@ fn compare_all(fs: &Fs, m: &Model) {
 }
 
 /// One random step on both; returns the paths it touched.
-fn step(fs: &Fs, m: &mut Model, rng: &mut Rng) -> Vec<Vec<u8>> {
+fn step(fs: &Fs, m: &mut Model, rng: &mut Rng, names: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let dirs = m.dirs();
     let dir = dirs[rng.below(dirs.len() as u64) as usize].clone();
-    let name = NAMES[rng.below(NAMES.len() as u64) as usize];
+    let name = names[rng.below(names.len() as u64) as usize].as_slice();
     let path = join(&dir, name);
     let dip = fs.lookup_path(&dir).unwrap();
     match rng.below(9) {
@@ -226,7 +239,7 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut Rng) -> Vec<Vec<u8>> {
         6 | 7 => {
             // Rename onto a random name in a random directory.
             let ddir = dirs[rng.below(dirs.len() as u64) as usize].clone();
-            let dname = NAMES[rng.below(NAMES.len() as u64) as usize];
+            let dname = names[rng.below(names.len() as u64) as usize].as_slice();
             let dpath = join(&ddir, dname);
             let ddip = fs.lookup_path(&ddir).unwrap();
             let r = fs.rename(&dip, name, &ddip, dname);
@@ -311,7 +324,8 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut Rng) -> Vec<Vec<u8>> {
     vec![path, dir]
 }
 
-fn run(seed: u64, steps: usize) {
+fn run(seed: u64, steps: usize, many_names: bool) {
+    let names = names(many_names);
     let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(64 << 20).unwrap());
     let opts = Options::default();
     mkfs(Arc::clone(&dev), &opts).unwrap();
@@ -319,7 +333,7 @@ fn run(seed: u64, steps: usize) {
     let mut m = Model::new();
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     for i in 0..steps {
-        for p in step(&fs, &mut m, &mut rng) {
+        for p in step(&fs, &mut m, &mut rng, &names) {
             compare_path(&fs, &m, &p);
         }
         if i % 100 == 99 {
@@ -344,6 +358,16 @@ fn run(seed: u64, steps: usize) {
         files > 3 && m.dirs().len() > 3,
         "the run built a real tree ({files} files)"
     );
+    if many_names {
+        // Directories big enough to leave the shortform (a few long names fill it).
+        let widest = m
+            .dirs()
+            .iter()
+            .map(|d| m.children(d).len())
+            .max()
+            .unwrap_or(0);
+        assert!(widest > 20, "widest directory has {widest} entries");
+    }
     // Kinds recorded in directory entries match the inodes.
     for (path, node) in &m.tree {
         if path == b"/" {
@@ -365,15 +389,20 @@ fn run(seed: u64, steps: usize) {
 
 #[test]
 fn random_operations_agree_with_the_model_seed_1() {
-    run(1, 1500);
+    run(1, 1500, false);
 }
 
 #[test]
 fn random_operations_agree_with_the_model_seed_2() {
-    run(2, 1500);
+    run(2, 1500, false);
 }
 
 #[test]
 fn random_operations_agree_with_the_model_seed_3() {
-    run(3, 1500);
+    run(3, 1500, false);
+}
+
+#[test]
+fn random_operations_agree_with_the_model_in_large_directories() {
+    run(4, 6000, true);
 }
