@@ -51,7 +51,7 @@ fn with<R>(
 /// directory that grew past 21 extents reports `nblocks` one too high per such build.
 /// Reported for the extent-map owner to fix; this filter can go then.
 fn findings(fs: &Fs, d: &Arc<Inode>) -> Vec<String> {
-    let all = with(fs, d, |tp, dp| dir::check(tp, dp)).unwrap();
+    let all = with(fs, d, dir::check).unwrap();
     all.into_iter()
         .filter(|f| !f.starts_with("nblocks "))
         .collect()
@@ -106,10 +106,7 @@ fn a_million_entries_keep_creates_and_lookups_fast() {
         "{:#?}",
         &findings[..findings.len().min(10)]
     );
-    assert_eq!(
-        with(&fs, &d, |tp, dp| dir::readdir(tp, dp)).unwrap().len() as u64,
-        N
-    );
+    assert_eq!(with(&fs, &d, dir::readdir).unwrap().len() as u64, N);
 }
 
 #[test]
