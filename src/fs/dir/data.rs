@@ -154,7 +154,9 @@ pub fn slot_at(b: &[u8], off: usize, end: usize) -> Result<Slot, String> {
         return Ok(Slot::Free { off, len });
     }
     if off + entsize(1) > end {
-        return Err(format!("entry at {off:#x} runs past the data region end {end:#x}"));
+        return Err(format!(
+            "entry at {off:#x} runs past the data region end {end:#x}"
+        ));
     }
     let namelen = usize::from(b[off + 8]);
     if namelen == 0 {

@@ -68,7 +68,7 @@
 //! blocks of the directory stay usable. [`check`] reports every problem instead of stopping.
 
 pub mod block;
-mod check_impl;
+mod check;
 pub mod data;
 pub mod hash;
 pub mod leaf;
@@ -614,7 +614,7 @@ pub fn readdir(tp: &mut Trans, dp: InodeId) -> FsResult<Vec<DirEntry>> {
 /// matching names, leaf/free indexes agree with data blocks, bestfree right, no duplicate
 /// names, size and nblocks consistent), each naming the block and what is wrong.
 pub fn check(tp: &mut Trans, dp: InodeId) -> FsResult<Vec<String>> {
-    check_impl::check(tp, dp)
+    check::check(tp, dp)
 }
 
 /// A data-block entry as the Target surface reports it.
