@@ -37,6 +37,10 @@
 //!   leaf when the hash tree is a single leaf, only the first free-index block is left, and
 //!   the leaf block would have [`LEAF_SHRINK_SLACK`] bytes to spare.
 //!
+//! A create converts as many times as it needs to fit (shortform → block → leaf → node); a
+//! removal converts at most one step, except that leaf → block goes on to shortform when that
+//! fits too, as XFS's `xfs_dir2_leaf_to_block` does.
+//!
 //! Removing entries compacts nothing, but free space merges with its neighbours and empty
 //! data blocks (other than block 0, which holds `.` and `..`) are freed at once.
 //!
@@ -53,7 +57,11 @@
 //! again by the allocator in the same transaction, while the transaction still holds the
 //! freed block's (invalidated) buffer. Every directory operation therefore collects the
 //! blocks it frees ([`Defer`]) and unmaps and frees them at its end, after its last
-//! allocation, as XFS defers extent frees to the end of a transaction.
+//! allocation, as XFS defers extent frees to the end of a transaction. Within one operation
+//! that is enough. Two operations in one transaction (a rename: add, then remove) are safe
+//! as long as the remove does not allocate after the add freed: only shrinking conversions
+//! allocate in a remove, and the shrink slacks are larger than any single entry, so a
+//! remove cannot undo the conversion an add in the same transaction just made.
 //!
 //! ## Locking and logging
 //! `dp` is joined exclusive for changes, shared (or exclusive) for lookups, readdir and
@@ -65,7 +73,9 @@
 //! Every block is read through the verifying buffer cache (CRC, magic), then its header is
 //! checked here (self address, UUID, owner); every length and offset inside it is checked
 //! before use. Failures are typed [`FsError`]s naming the block kind and address; other
-//! blocks of the directory stay usable. [`check`] reports every problem instead of stopping.
+//! blocks of the directory stay usable. `..` is read straight from data block 0 (offset 80),
+//! so a damaged hash index does not hide a directory's parent. [`check()`] reports every
+//! problem instead of stopping.
 
 pub mod block;
 mod check;
@@ -163,7 +173,7 @@ pub fn form(tp: &Trans, dp: InodeId) -> FsResult<Form> {
 
 /// The address of the entry at byte `off` of data block `db`.
 pub fn addr_of(db: u64, off: usize) -> u32 {
-    ((db << BLOCK_SHIFT | off as u64) >> 3) as u32
+    (((db << BLOCK_SHIFT) | off as u64) >> 3) as u32
 }
 
 /// The data block and byte offset an address names.

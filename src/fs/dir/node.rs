@@ -555,13 +555,18 @@ pub fn add(
     let root = tree_root(tp, dp)?;
     let mut st = HashStore::writer(tp, dp, defer);
     let mut cur = Cursor::<DirHashSpec>::new(root, owner);
-    cur.insert(
-        &mut st,
-        &DirHashRec {
-            hash: hashname(name),
-            addr: addr_of(db, off),
-        },
-    )?;
+    let rec = DirHashRec {
+        hash: hashname(name),
+        addr: addr_of(db, off),
+    };
+    cur.insert(&mut st, &rec).map_err(|e| match e {
+        // The address was free a moment ago: a record for it means the tree is damaged.
+        FsError::Exists => st.bad(
+            BlockKind::DirLeafN,
+            format!("hash tree already indexes address {:#x}", rec.addr),
+        ),
+        e => e,
+    })?;
     fixup_root(&mut st, root, cur.root())
 }
 
