@@ -322,7 +322,7 @@ fn move_block(
     Ok(id)
 }
 
-/// Blocks a directory operation gives up, released by [`finish`] after its last
+/// Blocks a directory operation gives up, released by `finish` after its last
 /// allocation.
 #[derive(Debug, Default)]
 pub struct Defer {

@@ -10,7 +10,7 @@
 //! [`LEAF_FIRST`], as XFS keeps the da root at the first leaf block: when the tree grows a
 //! level (its new root lands elsewhere) or loses one (its only child becomes the root), the
 //! mappings of `LEAF_FIRST` and the other block are swapped and the two pointers that named
-//! them are fixed ([`fixup_root`]). The tree's height is found without a stored field: one
+//! them are fixed (`fixup_root`). The tree's height is found without a stored field: one
 //! mapped block in the index space means a single `leafn` root; otherwise the root is a
 //! `da3_node` whose header gives its level. The da btree has no stat line in XFS, so its
 //! operation counts are not reported.
