@@ -65,7 +65,13 @@
 //!
 //! ## Locking and logging
 //! `dp` is joined exclusive for changes, shared (or exclusive) for lookups, readdir and
-//! check; directory blocks are locked through the transaction under the directory's lock.
+//! check; directory blocks are locked through the transaction under the directory's lock
+//! and held until it commits. Several readers may share a directory, so they take its blocks
+//! in one order: index blocks first (the leaf block or the tree root, which serialises every
+//! reader that uses the index, then tree blocks downwards and rightwards), data blocks in
+//! ascending block order. Lookups meet that order naturally: entries with equal hashes are
+//! sorted by address, so the candidates' data blocks come in ascending order; readdir reads
+//! only data blocks, in order; the checker takes the index root before the data blocks.
 //! Every changed byte range is logged with [`Trans::log_buf`]; fork and size changes with
 //! [`Trans::log_inode`].
 //!

@@ -233,6 +233,12 @@ pub fn tree_root(tp: &mut Trans, dp: InodeId) -> FsResult<Root> {
     })
 }
 
+/// Read the hash tree's root block (held until commit).
+pub fn read_root(tp: &mut Trans, dp: InodeId) -> FsResult<BufId> {
+    let root = tree_root(tp, dp)?;
+    HashStore::reader(tp, dp).read(DirHashSpec::kind(root.level), LEAF_FIRST)
+}
+
 /// Swap the mappings of directory blocks `a` and `b`.
 fn swap_mappings(tp: &mut Trans, dp: InodeId, a: u64, b: u64) -> FsResult<()> {
     let missing = |x: u64| FsError::Corrupt {
