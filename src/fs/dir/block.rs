@@ -181,12 +181,19 @@ pub fn remove(tp: &mut Trans, dp: InodeId, defer: &mut Defer, name: &[u8]) -> Fs
     // The leaf's first 8 bytes join the data region.
     data::release(tp, id, KIND, end, 8, end + 8)?;
     data::refresh_bestfree(tp, id, KIND, end + 8)?;
-    let sf_size =
-        shortform_size(tp.buf(id), end + 8).map_err(|w| data::corrupt(tp, id, KIND, w))?;
-    if sf_size + super::SF_SHRINK_SLACK <= LITERAL_SIZE {
-        to_shortform(tp, defer, id, n - 1)?;
-    }
+    maybe_to_shortform(tp, defer, id, n - 1)?;
     Ok(e.ino)
+}
+
+/// Convert to shortform if the entries of block `id` (hash leaf of `n`) fit the inode with
+/// [`super::SF_SHRINK_SLACK`] to spare.
+pub fn maybe_to_shortform(tp: &mut Trans, defer: &mut Defer, id: BufId, n: usize) -> FsResult<()> {
+    let sf_size =
+        shortform_size(tp.buf(id), leaf_start(n)).map_err(|w| data::corrupt(tp, id, KIND, w))?;
+    if sf_size + super::SF_SHRINK_SLACK <= LITERAL_SIZE {
+        to_shortform(tp, defer, id, n)?;
+    }
+    Ok(())
 }
 
 /// Bytes the entries of a block's data region would take in shortform.
@@ -317,14 +324,14 @@ fn to_shortform(tp: &mut Trans, defer: &mut Defer, id: BufId, n: usize) -> FsRes
 
 /// Rewrite data block 0 of a leaf directory (held as `did`, with the leaf's `entries`) as a
 /// block-form block: used by [`super::leaf`] when it shrinks. The final free region must be
-/// at least `8 * entries.len() + 8` bytes.
+/// at least `8 * entries.len() + 8` bytes. Returns the new block.
 pub fn from_data_block(
     tp: &mut Trans,
     dp: InodeId,
     defer: &mut Defer,
     did: BufId,
     entries: &[(u32, u32)],
-) -> FsResult<()> {
+) -> FsResult<BufId> {
     let id = super::move_block(tp, dp, defer, 0, did, KIND)?;
     let start = leaf_start(entries.len());
     let Some((toff, tlen)) = data::free_before(tp.buf(id), BLOCK_SIZE) else {
@@ -341,5 +348,5 @@ pub fn from_data_block(
     data::write_free(tp, id, toff, start - toff);
     write_leaf(tp, id, entries);
     data::refresh_bestfree(tp, id, KIND, start)?;
-    Ok(())
+    Ok(id)
 }

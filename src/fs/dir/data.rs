@@ -153,6 +153,11 @@ pub fn slot_at(b: &[u8], off: usize, end: usize) -> Result<Slot, String> {
         }
         return Ok(Slot::Free { off, len });
     }
+    if off + entsize(1) > end {
+        return Err(format!(
+            "entry at {off:#x} runs past the data region end {end:#x}"
+        ));
+    }
     let namelen = usize::from(b[off + 8]);
     if namelen == 0 {
         return Err(format!("entry at {off:#x} has an empty name"));
@@ -462,6 +467,9 @@ mod tests {
         b[72] = 0;
         assert!(slot_at(&b, 64, BLOCK_SIZE).is_err(), "empty name");
         assert!(slot_at(&b, 4090, BLOCK_SIZE).is_err());
+        // The last 8 bytes of a block can only be a free region: reading a name length
+        // there would run off the block.
+        assert!(slot_at(&b, 4088, BLOCK_SIZE).is_err());
         assert!(slot_at(&b, 12, BLOCK_SIZE).is_err());
     }
 }

@@ -313,9 +313,10 @@ fn maybe_to_block(tp: &mut Trans, dp: InodeId, defer: &mut Defer, lf: &Leaf) -> 
     }
     let b = tp.buf(lf.id);
     let entries: Vec<(u32, u32)> = (0..lf.n).map(|i| block::leaf_ent(b, ENTS, i)).collect();
-    block::from_data_block(tp, dp, defer, did, &entries)?;
+    let id = block::from_data_block(tp, dp, defer, did, &entries)?;
     defer.drop_block(tp, lf.id, LEAF_FIRST);
-    Ok(())
+    // As XFS's leaf-to-block conversion does, go on to shortform when that fits too.
+    block::maybe_to_shortform(tp, defer, id, lf.n)
 }
 
 /// Convert a block-form directory to leaf form: its block becomes data block 0 (the hash

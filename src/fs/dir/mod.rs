@@ -37,6 +37,10 @@
 //!   leaf when the hash tree is a single leaf, only the first free-index block is left, and
 //!   the leaf block would have [`LEAF_SHRINK_SLACK`] bytes to spare.
 //!
+//! A create converts as many times as it needs to fit (shortform → block → leaf → node); a
+//! removal converts at most one step, except that leaf → block goes on to shortform when that
+//! fits too, as XFS's `xfs_dir2_leaf_to_block` does.
+//!
 //! Removing entries compacts nothing, but free space merges with its neighbours and empty
 //! data blocks (other than block 0, which holds `.` and `..`) are freed at once.
 //!
@@ -53,11 +57,21 @@
 //! again by the allocator in the same transaction, while the transaction still holds the
 //! freed block's (invalidated) buffer. Every directory operation therefore collects the
 //! blocks it frees ([`Defer`]) and unmaps and frees them at its end, after its last
-//! allocation, as XFS defers extent frees to the end of a transaction.
+//! allocation, as XFS defers extent frees to the end of a transaction. Within one operation
+//! that is enough. Two operations in one transaction (a rename: add, then remove) are safe
+//! as long as the remove does not allocate after the add freed: only shrinking conversions
+//! allocate in a remove, and the shrink slacks are larger than any single entry, so a
+//! remove cannot undo the conversion an add in the same transaction just made.
 //!
 //! ## Locking and logging
 //! `dp` is joined exclusive for changes, shared (or exclusive) for lookups, readdir and
-//! check; directory blocks are locked through the transaction under the directory's lock.
+//! check; directory blocks are locked through the transaction under the directory's lock
+//! and held until it commits. Several readers may share a directory, so they take its blocks
+//! in one order: index blocks first (the leaf block or the tree root, which serialises every
+//! reader that uses the index, then tree blocks downwards and rightwards), data blocks in
+//! ascending block order. Lookups meet that order naturally: entries with equal hashes are
+//! sorted by address, so the candidates' data blocks come in ascending order; readdir reads
+//! only data blocks, in order; the checker takes the index root before the data blocks.
 //! Every changed byte range is logged with [`Trans::log_buf`]; fork and size changes with
 //! [`Trans::log_inode`].
 //!
@@ -65,10 +79,12 @@
 //! Every block is read through the verifying buffer cache (CRC, magic), then its header is
 //! checked here (self address, UUID, owner); every length and offset inside it is checked
 //! before use. Failures are typed [`FsError`]s naming the block kind and address; other
-//! blocks of the directory stay usable. [`check`] reports every problem instead of stopping.
+//! blocks of the directory stay usable. `..` is read straight from data block 0 (offset 80),
+//! so a damaged hash index does not hide a directory's parent. [`check()`] reports every
+//! problem instead of stopping.
 
 pub mod block;
-mod check_impl;
+mod check;
 pub mod data;
 pub mod hash;
 pub mod leaf;
@@ -163,7 +179,7 @@ pub fn form(tp: &Trans, dp: InodeId) -> FsResult<Form> {
 
 /// The address of the entry at byte `off` of data block `db`.
 pub fn addr_of(db: u64, off: usize) -> u32 {
-    ((db << BLOCK_SHIFT | off as u64) >> 3) as u32
+    (((db << BLOCK_SHIFT) | off as u64) >> 3) as u32
 }
 
 /// The data block and byte offset an address names.
@@ -312,7 +328,7 @@ fn move_block(
     Ok(id)
 }
 
-/// Blocks a directory operation gives up, released by [`finish`] after its last
+/// Blocks a directory operation gives up, released by `finish` after its last
 /// allocation.
 #[derive(Debug, Default)]
 pub struct Defer {
@@ -614,7 +630,7 @@ pub fn readdir(tp: &mut Trans, dp: InodeId) -> FsResult<Vec<DirEntry>> {
 /// matching names, leaf/free indexes agree with data blocks, bestfree right, no duplicate
 /// names, size and nblocks consistent), each naming the block and what is wrong.
 pub fn check(tp: &mut Trans, dp: InodeId) -> FsResult<Vec<String>> {
-    check_impl::check(tp, dp)
+    check::check(tp, dp)
 }
 
 /// A data-block entry as the Target surface reports it.

@@ -5,12 +5,12 @@
 //! (hash u32, address u32) keyed by (hash, address), `dir3_leafn` leaves and `da3_node`
 //! nodes (layout in the btree module's docs), pointers are directory block numbers in
 //! `LEAF_FIRST..FREE_FIRST`. [`HashStore`] is its block store: it maps pointers through the
-//! directory's extent map, allocates new tree blocks in the first unmapped directory block
-//! after the hint, and defers frees to the end of the operation. The root always stays at
+//! directory's extent map, places new tree blocks after the last mapped index block, and
+//! defers frees to the end of the operation. The root always stays at
 //! [`LEAF_FIRST`], as XFS keeps the da root at the first leaf block: when the tree grows a
 //! level (its new root lands elsewhere) or loses one (its only child becomes the root), the
 //! mappings of `LEAF_FIRST` and the other block are swapped and the two pointers that named
-//! them are fixed ([`fixup_root`]). The tree's height is found without a stored field: one
+//! them are fixed (`fixup_root`). The tree's height is found without a stored field: one
 //! mapped block in the index space means a single `leafn` root; otherwise the root is a
 //! `da3_node` whose header gives its level. The da btree has no stat line in XFS, so its
 //! operation counts are not reported.
@@ -149,13 +149,13 @@ impl BlockStore for HashStore<'_, '_> {
         self.tp.log_buf(id, first, last);
     }
 
-    fn alloc(&mut self, kind: BlockKind, hint: u64) -> FsResult<(u64, BufId)> {
+    fn alloc(&mut self, kind: BlockKind, _hint: u64) -> FsResult<(u64, BufId)> {
         if self.defer.is_none() {
             return Err(FsError::Invalid(
                 "allocation through a read-only hash store",
             ));
         }
-        let lblk = index_hole(self.tp.ic(self.dp).fork.extents(), hint).ok_or(FsError::NoSpace)?;
+        let lblk = index_hole(self.tp.ic(self.dp).fork.extents()).ok_or(FsError::NoSpace)?;
         let added = bmap::alloc_blocks(self.tp, self.dp, lblk, 1, false)?;
         let e = added.first().ok_or(FsError::NoSpace)?;
         let id = self
@@ -181,16 +181,23 @@ impl BlockStore for HashStore<'_, '_> {
     }
 }
 
-/// The first unmapped directory block of the index space after `hint` (wrapping round).
-fn index_hole(list: &[Extent], hint: u64) -> Option<u64> {
-    let start = hint.saturating_add(1).clamp(LEAF_FIRST + 1, FREE_FIRST);
-    for from in [start, LEAF_FIRST + 1] {
-        let mut p = from;
-        while p < FREE_FIRST {
-            match bmap::next_extent(list, p) {
-                Some(e) if e.startoff <= p => p = e.end(),
-                _ => return Some(p),
-            }
+/// A directory block of the index space for a new tree block: the one after the last
+/// mapped index block (found in O(log n)), else, once the space is used up to its end, the
+/// first hole (`hint` is not needed: blocks are never read in address order).
+fn index_hole(list: &[Extent]) -> Option<u64> {
+    let i = list.partition_point(|e| e.startoff < FREE_FIRST);
+    let after_last = list[..i]
+        .last()
+        .map_or(LEAF_FIRST, Extent::end)
+        .max(LEAF_FIRST + 1);
+    if after_last < FREE_FIRST {
+        return Some(after_last);
+    }
+    let mut p = LEAF_FIRST + 1;
+    while p < FREE_FIRST {
+        match bmap::next_extent(list, p) {
+            Some(e) if e.startoff <= p => p = e.end(),
+            _ => return Some(p),
         }
     }
     None
@@ -224,6 +231,12 @@ pub fn tree_root(tp: &mut Trans, dp: InodeId) -> FsResult<Root> {
         ptr: LEAF_FIRST,
         level,
     })
+}
+
+/// Read the hash tree's root block (held until commit).
+pub fn read_root(tp: &mut Trans, dp: InodeId) -> FsResult<BufId> {
+    let root = tree_root(tp, dp)?;
+    HashStore::reader(tp, dp).read(DirHashSpec::kind(root.level), LEAF_FIRST)
 }
 
 /// Swap the mappings of directory blocks `a` and `b`.
@@ -548,13 +561,18 @@ pub fn add(
     let root = tree_root(tp, dp)?;
     let mut st = HashStore::writer(tp, dp, defer);
     let mut cur = Cursor::<DirHashSpec>::new(root, owner);
-    cur.insert(
-        &mut st,
-        &DirHashRec {
-            hash: hashname(name),
-            addr: addr_of(db, off),
-        },
-    )?;
+    let rec = DirHashRec {
+        hash: hashname(name),
+        addr: addr_of(db, off),
+    };
+    cur.insert(&mut st, &rec).map_err(|e| match e {
+        // The address was free a moment ago: a record for it means the tree is damaged.
+        FsError::Exists => st.bad(
+            BlockKind::DirLeafN,
+            format!("hash tree already indexes address {:#x}", rec.addr),
+        ),
+        e => e,
+    })?;
     fixup_root(&mut st, root, cur.root())
 }
 
