@@ -166,7 +166,7 @@ pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<(
             let list: Vec<Extent> = st.tp.ic(ip).fork.extents().to_vec();
             let hint = st.tp.fs().geo.fsblock(agno, 0);
             let built = btree::create::<BmbtSpec>(&mut st, ino, hint).and_then(|root| {
-                st.blocks_delta += 1;
+                // (The root block was charged by BmapStore::alloc inside create().)
                 let mut cur = Cursor::<BmbtSpec>::new(root, ino);
                 for e in list.iter().filter(|e| !e.is_delalloc()) {
                     cur.insert(&mut st, e)?;

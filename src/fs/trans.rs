@@ -45,6 +45,9 @@ struct TBuf {
     guard: BufGuard,
     /// Union of logged byte ranges (first, last), inclusive.
     logged: Option<(usize, usize)>,
+    /// Invalidated (its block was freed): no longer the cache's buffer for its address, so a
+    /// later get of the same address in this transaction must not find it.
+    stale: bool,
 }
 
 enum TLock {
@@ -165,7 +168,7 @@ impl<'a> Trans<'a> {
     fn find_buf(&self, daddr: Daddr) -> Option<BufId> {
         self.bufs
             .iter()
-            .position(|b| b.guard.daddr() == daddr)
+            .position(|b| !b.stale && b.guard.daddr() == daddr)
             .map(|i| BufId(i as u32))
     }
 
@@ -173,6 +176,7 @@ impl<'a> Trans<'a> {
         self.bufs.push(TBuf {
             guard,
             logged: None,
+            stale: false,
         });
         BufId((self.bufs.len() - 1) as u32)
     }
@@ -265,6 +269,7 @@ impl<'a> Trans<'a> {
     pub fn inval_buf(&mut self, id: BufId) {
         let b = &mut self.bufs[id.0 as usize];
         b.logged = None;
+        b.stale = true;
         self.fs.bufs.invalidate(&mut b.guard);
     }
 
