@@ -16,15 +16,16 @@
 use std::sync::atomic::Ordering;
 
 use crate::fs::btree::kinds::{BnoSpec, CntSpec, FreeExtent};
-use crate::fs::btree::store::{BlockStore, BufId};
+use crate::fs::btree::store::BufId;
 use crate::fs::btree::{Cursor, LookupMode, Root};
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::ag::{
     AGF_SECTOR, AGFL_SECTOR, AGFL_SIZE, Agf, agfl_get, agfl_set, agfl_slot_range,
 };
-use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr};
+use crate::fs::format::{BBSIZE, BlockKind, Daddr};
 use crate::fs::stats::{BtreeLine, Stat};
 use crate::fs::trans::Trans;
+use crate::fs::treestore::{TreeSpace, TreeStore};
 
 /// What to allocate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,24 +75,16 @@ struct AgfHandle {
     agf: Agf,
 }
 
-/// A tree store over one AG's free-space trees: blocks come from and go to the AGFL.
-struct FreeSpaceStore<'t, 'a> {
-    tp: &'t mut Trans<'a>,
+/// One AG's free-space trees take their blocks from the AGFL and give them back to it.
+struct AgflSpace<'t> {
     h: &'t mut AgfHandle,
 }
 
-impl FreeSpaceStore<'_, '_> {
-    fn daddr(&self, agbno: u64) -> Daddr {
-        self.tp.fs().geo.ag_daddr(self.h.agno, agbno as u32)
-    }
-}
+/// A tree store over one AG's free-space trees.
+type FreeSpaceStore<'t, 'a> = TreeStore<'t, 'a, AgflSpace<'t>>;
 
-impl BlockStore for FreeSpaceStore<'_, '_> {
-    fn uuid(&self) -> [u8; 16] {
-        self.tp.fs().uuid
-    }
-
-    fn read(&mut self, kind: BlockKind, ptr: u64) -> FsResult<BufId> {
+impl TreeSpace for AgflSpace<'_> {
+    fn locate(&self, tp: &Trans, kind: BlockKind, ptr: u64) -> FsResult<Daddr> {
         if ptr >= u64::from(self.h.agf.length) {
             return Err(FsError::Corrupt {
                 kind,
@@ -99,40 +92,18 @@ impl BlockStore for FreeSpaceStore<'_, '_> {
                 what: format!("tree pointer {ptr} beyond AG {}", self.h.agno),
             });
         }
-        let d = self.daddr(ptr);
-        self.tp.read_buf(d, kind, BLOCK_SIZE)
+        Ok(tp.fs().geo.ag_daddr(self.h.agno, ptr as u32))
     }
 
-    fn daddr(&self, id: BufId) -> Daddr {
-        self.tp.buf_daddr(id)
-    }
-
-    fn bytes(&self, id: BufId) -> &[u8] {
-        self.tp.buf(id)
-    }
-
-    fn bytes_mut(&mut self, id: BufId) -> &mut [u8] {
-        self.tp.buf_mut(id)
-    }
-
-    fn log_range(&mut self, id: BufId, first: usize, last: usize) {
-        self.tp.log_buf(id, first, last);
-    }
-
-    fn alloc(&mut self, kind: BlockKind, _hint: u64) -> FsResult<(u64, BufId)> {
-        let agbno = agfl_take(self.tp, self.h)?;
+    fn alloc(&mut self, tp: &mut Trans, _kind: BlockKind, _hint: u64) -> FsResult<(u64, Daddr)> {
+        let agbno = agfl_take(tp, self.h)?;
         self.h.agf.btreeblks += 1;
-        let d = self.daddr(u64::from(agbno));
-        let id = self.tp.new_buf(d, kind, BLOCK_SIZE)?;
-        Ok((u64::from(agbno), id))
+        Ok((u64::from(agbno), tp.fs().geo.ag_daddr(self.h.agno, agbno)))
     }
 
-    fn free(&mut self, kind: BlockKind, ptr: u64) -> FsResult<()> {
-        let d = self.daddr(ptr);
-        let id = self.tp.read_buf(d, kind, BLOCK_SIZE)?;
-        self.tp.inval_buf(id);
+    fn free(&mut self, tp: &mut Trans, _kind: BlockKind, ptr: u64, _id: BufId) -> FsResult<()> {
         self.h.agf.btreeblks = self.h.agf.btreeblks.saturating_sub(1);
-        agfl_put(self.tp, self.h, ptr as u32)
+        agfl_put(tp, self.h, ptr as u32)
     }
 }
 
@@ -242,10 +213,7 @@ where
     };
     let mut cur = Cursor::<S>::new(root, u64::from(h.agno));
     let result = {
-        let mut st = FreeSpaceStore {
-            tp: &mut *tp,
-            h: &mut *h,
-        };
+        let mut st = TreeStore::new(&mut *tp, AgflSpace { h: &mut *h });
         f(&mut cur, &mut st)
     };
     let r = cur.root();
@@ -649,10 +617,7 @@ pub fn check_trees(tp: &mut Trans, agno: u32) -> FsResult<(Vec<u32>, Vec<String>
         },
     );
     let owner = u64::from(agno);
-    let mut st = FreeSpaceStore {
-        tp: &mut *tp,
-        h: &mut h,
-    };
+    let mut st = TreeStore::new(&mut *tp, AgflSpace { h: &mut h });
     for f in crate::fs::btree::check::<BnoSpec>(&mut st, bno_root, owner)? {
         findings.push(format!("AG {agno} bno tree: {f}"));
     }

@@ -10,99 +10,85 @@ use crate::fs::Fs;
 use crate::fs::alloc::{AllocReq, alloc_extent, free_extent};
 use crate::fs::bmap::ListChange;
 use crate::fs::btree::kinds::BmbtSpec;
-use crate::fs::btree::store::{BlockStore, BufId};
+use crate::fs::btree::store::BufId;
 use crate::fs::btree::{self, Cursor, LookupMode, Root};
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::dinode::MAX_INLINE_EXTENTS;
-use crate::fs::format::{BLOCK_SIZE, BlockKind, Daddr};
+use crate::fs::format::{BlockKind, Daddr};
 use crate::fs::inode::{DataFork, Extent, ForkRoot};
 use crate::fs::stats::BtreeLine;
 use crate::fs::trans::{InodeId, Trans};
+use crate::fs::treestore::{TreeSpace, TreeStore};
 
 /// Convert back to extents format when the count drops this far below the inline limit
 /// (hysteresis, so a file hovering at the limit does not convert on every write).
 const BACK_TO_EXTENTS: usize = MAX_INLINE_EXTENTS - 4;
 
-/// Tree store for one inode's bmbt: linear block pointers, blocks from the inode's AG.
-struct BmapStore<'t, 'a> {
-    tp: &'t mut Trans<'a>,
+/// An inode's bmbt: linear block pointers, blocks allocated near the inode.
+struct BmapSpace {
     ip: Option<InodeId>,
     agno: u32,
+    /// Blocks allocated (+) or freed (-), charged to the inode by `settle`.
     blocks_delta: i64,
 }
 
-impl BlockStore for BmapStore<'_, '_> {
-    fn uuid(&self) -> [u8; 16] {
-        self.tp.fs().uuid
-    }
+/// A tree store over one inode's bmbt.
+type BmapStore<'t, 'a> = TreeStore<'t, 'a, BmapSpace>;
 
-    fn read(&mut self, kind: BlockKind, ptr: u64) -> FsResult<BufId> {
-        if ptr >= self.tp.fs().geo.dblocks {
+impl TreeSpace for BmapSpace {
+    fn locate(&self, tp: &Trans, kind: BlockKind, ptr: u64) -> FsResult<Daddr> {
+        if ptr >= tp.fs().geo.dblocks {
             return Err(FsError::Corrupt {
                 kind,
                 daddr: 0,
                 what: format!("extent tree pointer {ptr} beyond the filesystem"),
             });
         }
-        self.tp.read_buf(Daddr::of_block(ptr), kind, BLOCK_SIZE)
+        Ok(Daddr::of_block(ptr))
     }
 
-    fn daddr(&self, id: BufId) -> Daddr {
-        self.tp.buf_daddr(id)
-    }
-
-    fn bytes(&self, id: BufId) -> &[u8] {
-        self.tp.buf(id)
-    }
-
-    fn bytes_mut(&mut self, id: BufId) -> &mut [u8] {
-        self.tp.buf_mut(id)
-    }
-
-    fn log_range(&mut self, id: BufId, first: usize, last: usize) {
-        self.tp.log_buf(id, first, last);
-    }
-
-    fn alloc(&mut self, kind: BlockKind, hint: u64) -> FsResult<(u64, BufId)> {
+    fn alloc(&mut self, tp: &mut Trans, _kind: BlockKind, hint: u64) -> FsResult<(u64, Daddr)> {
         let req = AllocReq {
             near: Some(hint + 1),
             ..AllocReq::blocks(self.agno, 1)
         };
-        let (fsb, _) = alloc_extent(self.tp, &req)?;
+        let (fsb, _) = alloc_extent(tp, &req)?;
         self.blocks_delta += 1;
-        let id = self.tp.new_buf(Daddr::of_block(fsb), kind, BLOCK_SIZE)?;
-        Ok((fsb, id))
+        Ok((fsb, Daddr::of_block(fsb)))
     }
 
-    fn free(&mut self, kind: BlockKind, ptr: u64) -> FsResult<()> {
-        let id = self.read(kind, ptr)?;
-        self.tp.inval_buf(id);
+    fn free(&mut self, tp: &mut Trans, _kind: BlockKind, ptr: u64, _id: BufId) -> FsResult<()> {
         self.blocks_delta -= 1;
-        free_extent(self.tp, ptr, 1)
+        free_extent(tp, ptr, 1)
     }
 }
 
-impl BmapStore<'_, '_> {
-    /// Charge tree blocks to the inode.
-    fn settle(self) {
-        if let Some(ip) = self.ip {
-            let ic = self.tp.ic_mut(ip);
-            ic.di.nblocks = ic.di.nblocks.saturating_add_signed(self.blocks_delta);
-            self.tp.log_inode(ip);
-        }
+/// A store over inode `ino`'s bmbt; with `ip`, tree blocks are charged to that joined inode.
+fn bmap_store<'t, 'a>(tp: &'t mut Trans<'a>, ip: Option<InodeId>, ino: u64) -> BmapStore<'t, 'a> {
+    let agno = tp.fs().geo.ino_agno(ino);
+    TreeStore::new(
+        tp,
+        BmapSpace {
+            ip,
+            agno,
+            blocks_delta: 0,
+        },
+    )
+}
+
+/// Charge a store's tree blocks to its inode.
+fn settle(st: BmapStore) {
+    if let Some(ip) = st.space.ip {
+        let ic = st.tp.ic_mut(ip);
+        ic.di.nblocks = ic.di.nblocks.saturating_add_signed(st.space.blocks_delta);
+        st.tp.log_inode(ip);
     }
 }
 
 /// Read every extent of an inode's bmbt (at iget of a btree-format inode).
 pub fn load_extents(fs: &Fs, ino: u64, root: ForkRoot) -> FsResult<Vec<Extent>> {
     let mut tp = Trans::reader(fs);
-    let agno = fs.geo.ino_agno(ino);
-    let mut st = BmapStore {
-        tp: &mut tp,
-        ip: None,
-        agno,
-        blocks_delta: 0,
-    };
+    let mut st = bmap_store(&mut tp, None, ino);
     let mut cur = Cursor::<BmbtSpec>::new(
         Root {
             ptr: root.ptr,
@@ -153,12 +139,7 @@ pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<(
         DataFork::Btree { root, .. } => TreeAction::Apply(*root),
         _ => TreeAction::None,
     };
-    let mut st = BmapStore {
-        tp: &mut *tp,
-        ip: Some(ip),
-        agno,
-        blocks_delta: 0,
-    };
+    let mut st = bmap_store(&mut *tp, Some(ip), ino);
     let outcome = match action {
         TreeAction::None => Ok(None),
         TreeAction::Build => {
@@ -222,7 +203,7 @@ pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<(
             applied.map(|()| Some(cur.root()))
         }
     };
-    st.settle();
+    settle(st);
     let new_root = outcome?;
     let fork = &mut tp.ic_mut(ip).fork;
     match (action, new_root) {
@@ -253,13 +234,7 @@ pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<(
 /// Check an inode's bmbt against its in-core list (for the checker).
 pub fn check_tree(fs: &Fs, ino: u64, root: ForkRoot, extents: &[Extent]) -> FsResult<Vec<String>> {
     let mut tp = Trans::reader(fs);
-    let agno = fs.geo.ino_agno(ino);
-    let mut st = BmapStore {
-        tp: &mut tp,
-        ip: None,
-        agno,
-        blocks_delta: 0,
-    };
+    let mut st = bmap_store(&mut tp, None, ino);
     let r = Root {
         ptr: root.ptr,
         level: root.level,
@@ -288,13 +263,7 @@ pub fn check_tree(fs: &Fs, ino: u64, root: ForkRoot, extents: &[Extent]) -> FsRe
 /// Every block of an inode's bmbt (for the checker's space accounting).
 pub fn tree_blocks(fs: &Fs, ino: u64, root: ForkRoot) -> FsResult<Vec<u64>> {
     let mut tp = Trans::reader(fs);
-    let agno = fs.geo.ino_agno(ino);
-    let mut st = BmapStore {
-        tp: &mut tp,
-        ip: None,
-        agno,
-        blocks_delta: 0,
-    };
+    let mut st = bmap_store(&mut tp, None, ino);
     let blocks = btree::blocks::<BmbtSpec>(
         &mut st,
         Root {

@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 
 use crate::fs::alloc::{AllocReq, alloc_extent, free_extent};
 use crate::fs::btree::kinds::{FinoSpec, InoRec, InoSpec};
-use crate::fs::btree::store::{BlockStore, BufId};
+use crate::fs::btree::store::BufId;
 use crate::fs::btree::{BtreeSpec, Cursor, LookupMode, Root};
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::ag::{AGI_SECTOR, Agi};
@@ -25,6 +25,7 @@ use crate::fs::format::{
 use crate::fs::geo::Geometry;
 use crate::fs::stats::BtreeLine;
 use crate::fs::trans::Trans;
+use crate::fs::treestore::{TreeSpace, TreeStore};
 
 /// Blocks in one inode chunk.
 pub const CHUNK_BLOCKS: u32 = (INODES_PER_CHUNK / INODES_PER_BLOCK) as u32;
@@ -36,21 +37,19 @@ struct AgiHandle {
     agi: Agi,
 }
 
-/// Tree store for the inode trees: blocks come from the AG's free space.
-struct InodeTreeStore<'t, 'a> {
-    tp: &'t mut Trans<'a>,
+/// The inode trees take their blocks from their AG's free space.
+struct InodeTreeSpace {
     agno: u32,
     /// Blocks allocated (+) or freed (-) for the tree being changed.
     blocks_delta: i32,
 }
 
-impl BlockStore for InodeTreeStore<'_, '_> {
-    fn uuid(&self) -> [u8; 16] {
-        self.tp.fs().uuid
-    }
+/// A tree store over one AG's inode trees.
+type InodeTreeStore<'t, 'a> = TreeStore<'t, 'a, InodeTreeSpace>;
 
-    fn read(&mut self, kind: BlockKind, ptr: u64) -> FsResult<BufId> {
-        let geo = self.tp.fs().geo;
+impl TreeSpace for InodeTreeSpace {
+    fn locate(&self, tp: &Trans, kind: BlockKind, ptr: u64) -> FsResult<Daddr> {
+        let geo = tp.fs().geo;
         if ptr == 0 || ptr >= u64::from(geo.ag_len(self.agno)) {
             return Err(FsError::Corrupt {
                 kind,
@@ -58,45 +57,25 @@ impl BlockStore for InodeTreeStore<'_, '_> {
                 what: format!("tree pointer {ptr} beyond AG {}", self.agno),
             });
         }
-        self.tp
-            .read_buf(geo.ag_daddr(self.agno, ptr as u32), kind, BLOCK_SIZE)
+        Ok(geo.ag_daddr(self.agno, ptr as u32))
     }
 
-    fn daddr(&self, id: BufId) -> Daddr {
-        self.tp.buf_daddr(id)
-    }
-
-    fn bytes(&self, id: BufId) -> &[u8] {
-        self.tp.buf(id)
-    }
-
-    fn bytes_mut(&mut self, id: BufId) -> &mut [u8] {
-        self.tp.buf_mut(id)
-    }
-
-    fn log_range(&mut self, id: BufId, first: usize, last: usize) {
-        self.tp.log_buf(id, first, last);
-    }
-
-    fn alloc(&mut self, kind: BlockKind, hint: u64) -> FsResult<(u64, BufId)> {
-        let geo = self.tp.fs().geo;
+    fn alloc(&mut self, tp: &mut Trans, _kind: BlockKind, hint: u64) -> FsResult<(u64, Daddr)> {
+        let geo = tp.fs().geo;
         let req = AllocReq {
             near: Some(geo.fsblock(self.agno, hint as u32 + 1)),
             this_ag_only: true,
             ..AllocReq::blocks(self.agno, 1)
         };
-        let (fsb, _) = alloc_extent(self.tp, &req)?;
+        let (fsb, _) = alloc_extent(tp, &req)?;
         self.blocks_delta += 1;
-        let id = self.tp.new_buf(Daddr::of_block(fsb), kind, BLOCK_SIZE)?;
-        Ok((u64::from(geo.agbno_of(fsb)), id))
+        Ok((u64::from(geo.agbno_of(fsb)), Daddr::of_block(fsb)))
     }
 
-    fn free(&mut self, kind: BlockKind, ptr: u64) -> FsResult<()> {
-        let geo = self.tp.fs().geo;
-        let id = self.read(kind, ptr)?;
-        self.tp.inval_buf(id);
+    fn free(&mut self, tp: &mut Trans, _kind: BlockKind, ptr: u64, _id: BufId) -> FsResult<()> {
         self.blocks_delta -= 1;
-        free_extent(self.tp, geo.fsblock(self.agno, ptr as u32), 1)
+        let fsb = tp.fs().geo.fsblock(self.agno, ptr as u32);
+        free_extent(tp, fsb, 1)
     }
 }
 
@@ -146,13 +125,15 @@ where
         }
     };
     let mut cur = Cursor::<S>::new(root, u64::from(h.agno));
-    let mut st = InodeTreeStore {
-        tp: &mut *tp,
-        agno: h.agno,
-        blocks_delta: 0,
-    };
+    let mut st = TreeStore::new(
+        &mut *tp,
+        InodeTreeSpace {
+            agno: h.agno,
+            blocks_delta: 0,
+        },
+    );
     let result = f(&mut cur, &mut st);
-    let delta = st.blocks_delta;
+    let delta = st.space.blocks_delta;
     let r = cur.root();
     if fino {
         h.agi.free_root = r.ptr as u32;
@@ -461,11 +442,13 @@ pub fn check_trees(tp: &mut Trans, agno: u32) -> FsResult<(Vec<u32>, Vec<String>
         ),
     ];
     let owner = u64::from(agno);
-    let mut st = InodeTreeStore {
-        tp: &mut *tp,
-        agno,
-        blocks_delta: 0,
-    };
+    let mut st = TreeStore::new(
+        &mut *tp,
+        InodeTreeSpace {
+            agno,
+            blocks_delta: 0,
+        },
+    );
     let mut blocks = Vec::new();
     let mut findings = Vec::new();
     for (i, (name, root)) in roots.into_iter().enumerate() {

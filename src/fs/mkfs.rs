@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::fs::Fs;
 use crate::fs::btree::kinds::{BnoSpec, CntSpec, FinoSpec, FreeExtent, InoSpec};
-use crate::fs::btree::store::{BlockStore, BufId};
+use crate::fs::btree::store::BufId;
 use crate::fs::btree::{self, BtreeSpec, Cursor};
 use crate::fs::dev::BlockDev;
 use crate::fs::error::{FsError, FsResult};
@@ -27,55 +27,36 @@ use crate::fs::ialloc::ialloc;
 use crate::fs::inode::S_IFDIR;
 use crate::fs::options::Options;
 use crate::fs::trans::Trans;
+use crate::fs::treestore::{TreeSpace, TreeStore};
 
 /// Blocks seeded onto each AG's free list (enough for height-1 bno and cnt trees to split).
 const AGFL_SEED: u32 = 4;
 /// Smallest AG labfs makes.
 const MIN_AG_BLOCKS: u64 = 256;
 
-/// A store handing out the fixed root blocks at mkfs.
-struct FixedStore<'t, 'a> {
-    tp: &'t mut Trans<'a>,
+/// At mkfs a tree gets its root at a fixed block.
+struct FixedSpace {
     agno: u32,
     next: u32,
 }
 
-impl BlockStore for FixedStore<'_, '_> {
-    fn uuid(&self) -> [u8; 16] {
-        self.tp.fs().uuid
+impl TreeSpace for FixedSpace {
+    fn locate(&self, tp: &Trans, _kind: BlockKind, ptr: u64) -> FsResult<Daddr> {
+        Ok(tp.fs().geo.ag_daddr(self.agno, ptr as u32))
     }
-    fn read(&mut self, kind: BlockKind, ptr: u64) -> FsResult<BufId> {
-        let d = self.tp.fs().geo.ag_daddr(self.agno, ptr as u32);
-        self.tp.read_buf(d, kind, BLOCK_SIZE)
+    fn alloc(&mut self, tp: &mut Trans, _kind: BlockKind, _hint: u64) -> FsResult<(u64, Daddr)> {
+        Ok((
+            u64::from(self.next),
+            tp.fs().geo.ag_daddr(self.agno, self.next),
+        ))
     }
-    fn daddr(&self, id: BufId) -> Daddr {
-        self.tp.buf_daddr(id)
-    }
-    fn bytes(&self, id: BufId) -> &[u8] {
-        self.tp.buf(id)
-    }
-    fn bytes_mut(&mut self, id: BufId) -> &mut [u8] {
-        self.tp.buf_mut(id)
-    }
-    fn log_range(&mut self, id: BufId, first: usize, last: usize) {
-        self.tp.log_buf(id, first, last);
-    }
-    fn alloc(&mut self, kind: BlockKind, _hint: u64) -> FsResult<(u64, BufId)> {
-        let d = self.tp.fs().geo.ag_daddr(self.agno, self.next);
-        let id = self.tp.new_buf(d, kind, BLOCK_SIZE)?;
-        Ok((u64::from(self.next), id))
-    }
-    fn free(&mut self, _kind: BlockKind, _ptr: u64) -> FsResult<()> {
+    fn free(&mut self, _tp: &mut Trans, _kind: BlockKind, _ptr: u64, _id: BufId) -> FsResult<()> {
         Err(FsError::Invalid("mkfs never frees tree blocks"))
     }
 }
 
 fn make_root<S: BtreeSpec>(tp: &mut Trans, agno: u32, block: u32) -> FsResult<()> {
-    let mut st = FixedStore {
-        tp,
-        agno,
-        next: block,
-    };
+    let mut st = TreeStore::new(tp, FixedSpace { agno, next: block });
     let root = btree::create::<S>(&mut st, u64::from(agno), u64::from(block))?;
     debug_assert_eq!(root.ptr, u64::from(block));
     Ok(())
@@ -168,11 +149,13 @@ fn init_ag(tp: &mut Trans, agno: u32) -> FsResult<()> {
         len: len - free_start,
     };
     for (block, is_bno) in [(BNO_ROOT_BLOCK, true), (CNT_ROOT_BLOCK, false)] {
-        let mut st = FixedStore {
-            tp: &mut *tp,
-            agno,
-            next: NULL_AGBLOCK,
-        };
+        let mut st = TreeStore::new(
+            &mut *tp,
+            FixedSpace {
+                agno,
+                next: NULL_AGBLOCK,
+            },
+        );
         let root = btree::Root {
             ptr: u64::from(block),
             level: 0,

@@ -26,7 +26,7 @@
 //! - [`cksum`]: the one place metadata CRCs are computed and verified.
 //! - [`dev`]: block devices (memory, file, stripe; latency model; fault shim).
 //! - [`buf`]: the metadata buffer cache.
-//! - [`trans`]: metadata transactions.
+//! - [`trans`]: metadata transactions; [`treestore`]: a B+tree's blocks inside one.
 //! - [`btree`]: the one generic B+tree.
 //! - [`alloc`], [`ialloc`]: free space and inode allocation.
 //! - [`bmap`], [`bmbt`]: file block maps (in-core extent lists and their on-disk tree).
@@ -60,6 +60,7 @@ pub mod namei;
 pub mod options;
 pub mod stats;
 pub mod trans;
+pub mod treestore;
 
 pub use mount::Fs;
 

@@ -37,6 +37,8 @@
 //! block with room (a few thousand 2-byte values for a million entries, never the data
 //! blocks themselves), else takes the first hole or the block after the last.
 
+use crate::fs::treestore::{TreeSpace, TreeStore};
+
 use super::data::{self, Ent};
 use super::leaf;
 use super::{
@@ -73,111 +75,107 @@ fn node_ptr_off(i: usize) -> usize {
     64 + NODE_MAX * 8 + (i - 1) * 4
 }
 
-/// The hash tree's block store: directory blocks of the index space, through the
-/// transaction.
-pub struct HashStore<'t, 'a> {
-    /// The transaction.
-    pub tp: &'t mut Trans<'a>,
+/// Where the hash tree's blocks live: directory blocks of the index space.
+pub struct HashSpace<'t> {
     dp: InodeId,
     defer: Option<&'t mut Defer>,
     root_freed: bool,
 }
 
-impl<'t, 'a> HashStore<'t, 'a> {
+/// The hash tree's block store: directory blocks of the index space, through the
+/// transaction.
+pub type HashStore<'t, 'a> = TreeStore<'t, 'a, HashSpace<'t>>;
+
+impl<'t, 'a> TreeStore<'t, 'a, HashSpace<'t>> {
     /// A store that only reads (lookups, checks).
     pub fn reader(tp: &'t mut Trans<'a>, dp: InodeId) -> Self {
-        HashStore {
+        TreeStore::new(
             tp,
-            dp,
-            defer: None,
-            root_freed: false,
-        }
+            HashSpace {
+                dp,
+                defer: None,
+                root_freed: false,
+            },
+        )
     }
 
     fn writer(tp: &'t mut Trans<'a>, dp: InodeId, defer: &'t mut Defer) -> Self {
-        HashStore {
+        TreeStore::new(
             tp,
-            dp,
-            defer: Some(defer),
-            root_freed: false,
-        }
+            HashSpace {
+                dp,
+                defer: Some(defer),
+                root_freed: false,
+            },
+        )
     }
 
     fn bad(&self, kind: BlockKind, what: String) -> FsError {
-        FsError::Corrupt {
-            kind,
-            daddr: 0,
-            what: format!("directory {}: {what}", self.tp.ino(self.dp)),
-        }
+        bad(self.tp, self.space.dp, kind, what)
     }
+}
 
-    fn phys(&self, kind: BlockKind, ptr: u64) -> FsResult<u64> {
+/// A corruption of directory `dp`'s hash tree.
+fn bad(tp: &Trans, dp: InodeId, kind: BlockKind, what: String) -> FsError {
+    FsError::Corrupt {
+        kind,
+        daddr: 0,
+        what: format!("directory {}: {what}", tp.ino(dp)),
+    }
+}
+
+impl TreeSpace for HashSpace<'_> {
+    fn locate(&self, tp: &Trans, kind: BlockKind, ptr: u64) -> FsResult<Daddr> {
         if !(LEAF_FIRST..FREE_FIRST).contains(&ptr) {
-            return Err(self.bad(
+            return Err(bad(
+                tp,
+                self.dp,
                 kind,
                 format!("hash tree pointer {ptr} is outside the index space"),
             ));
         }
-        bmap::map_block(self.tp, self.dp, ptr)
-            .ok_or_else(|| self.bad(kind, format!("hash tree block {ptr} is not mapped")))
-    }
-}
-
-impl BlockStore for HashStore<'_, '_> {
-    fn uuid(&self) -> [u8; 16] {
-        self.tp.fs().uuid
-    }
-
-    fn read(&mut self, kind: BlockKind, ptr: u64) -> FsResult<BufId> {
-        let phys = self.phys(kind, ptr)?;
-        self.tp.read_buf(Daddr::of_block(phys), kind, BLOCK_SIZE)
+        bmap::map_block(tp, self.dp, ptr)
+            .map(Daddr::of_block)
+            .ok_or_else(|| {
+                bad(
+                    tp,
+                    self.dp,
+                    kind,
+                    format!("hash tree block {ptr} is not mapped"),
+                )
+            })
     }
 
-    fn daddr(&self, id: BufId) -> Daddr {
-        self.tp.buf_daddr(id)
-    }
-
-    fn bytes(&self, id: BufId) -> &[u8] {
-        self.tp.buf(id)
-    }
-
-    fn bytes_mut(&mut self, id: BufId) -> &mut [u8] {
-        self.tp.buf_mut(id)
-    }
-
-    fn log_range(&mut self, id: BufId, first: usize, last: usize) {
-        self.tp.log_buf(id, first, last);
-    }
-
-    fn alloc(&mut self, kind: BlockKind, _hint: u64) -> FsResult<(u64, BufId)> {
+    fn alloc(&mut self, tp: &mut Trans, _kind: BlockKind, _hint: u64) -> FsResult<(u64, Daddr)> {
         if self.defer.is_none() {
             return Err(FsError::Invalid(
                 "allocation through a read-only hash store",
             ));
         }
-        let lblk = index_hole(self.tp.ic(self.dp).fork.extents()).ok_or(FsError::NoSpace)?;
-        let added = bmap::alloc_blocks(self.tp, self.dp, lblk, 1, false)?;
+        let lblk = index_hole(tp.ic(self.dp).fork.extents()).ok_or(FsError::NoSpace)?;
+        let added = bmap::alloc_blocks(tp, self.dp, lblk, 1, false)?;
         let e = added.first().ok_or(FsError::NoSpace)?;
-        let id = self
-            .tp
-            .new_buf(Daddr::of_block(e.startblock), kind, BLOCK_SIZE)?;
-        Ok((lblk, id))
+        Ok((lblk, Daddr::of_block(e.startblock)))
     }
 
-    fn free(&mut self, kind: BlockKind, ptr: u64) -> FsResult<()> {
-        let id = self.read(kind, ptr)?;
+    fn free(&mut self, tp: &mut Trans, _kind: BlockKind, ptr: u64, id: BufId) -> FsResult<()> {
         let Some(defer) = self.defer.as_deref_mut() else {
             return Err(FsError::Invalid("free through a read-only hash store"));
         };
         if ptr == LEAF_FIRST {
             // The root is being replaced by its only child: fixup_root swaps the mappings
             // and gives up the old root's block.
-            self.tp.inval_buf(id);
+            tp.inval_buf(id);
             self.root_freed = true;
         } else {
-            defer.drop_block(self.tp, id, ptr);
+            defer.drop_block(tp, id, ptr);
         }
         Ok(())
+    }
+
+    /// Freed index blocks are recycled through the operation's deferred frees.
+    fn keeps_freed_buffer(&self) -> bool {
+        true
     }
 }
 
@@ -275,11 +273,11 @@ fn fixup_root(st: &mut HashStore, before: Root, after: Root) -> FsResult<()> {
         return Ok(());
     }
     let other = after.ptr;
-    swap_mappings(st.tp, st.dp, LEAF_FIRST, other)?;
-    if st.root_freed {
+    swap_mappings(st.tp, st.space.dp, LEAF_FIRST, other)?;
+    if st.space.root_freed {
         // Lost a level: LEAF_FIRST now maps the only child's block, `other` the dead root's.
-        st.root_freed = false;
-        if let Some(d) = st.defer.as_deref_mut() {
+        st.space.root_freed = false;
+        if let Some(d) = st.space.defer.as_deref_mut() {
             d.unmap.push(other);
         }
         return Ok(());
@@ -332,7 +330,7 @@ fn find(st: &mut HashStore, cur: &mut Cursor<DirHashSpec>, name: &[u8]) -> FsRes
                 ),
             ));
         }
-        let did = read_block(st.tp, st.dp, db, BlockKind::DirData)?;
+        let did = read_block(st.tp, st.space.dp, db, BlockKind::DirData)?;
         let b = st.tp.buf(did);
         let e = data::entry_at(b, off, BLOCK_SIZE).map_err(|w| {
             data::corrupt(
@@ -586,7 +584,7 @@ pub fn remove(tp: &mut Trans, dp: InodeId, defer: &mut Defer, name: &[u8]) -> Fs
         let mut cur = Cursor::<DirHashSpec>::new(root, owner);
         let hit = find(&mut st, &mut cur, name)?.ok_or(FsError::NotFound)?;
         // Read the free index before changing anything, so a bad one fails cleanly.
-        let fr = read_free(st.tp, st.dp, hit.db / FREE_BESTS)?;
+        let fr = read_free(st.tp, st.space.dp, hit.db / FREE_BESTS)?;
         cur.delete(&mut st)?;
         let after = cur.root();
         fixup_root(&mut st, root, after)?;
