@@ -23,9 +23,9 @@ use crate::fs::format::ag::{
     AGF_SECTOR, AGFL_SECTOR, AGFL_SIZE, Agf, agfl_get, agfl_set, agfl_slot_range,
 };
 use crate::fs::format::{BBSIZE, BlockKind, Daddr};
-use crate::fs::stats::{BtreeLine, Stat};
+use crate::fs::stats::Stat;
 use crate::fs::trans::Trans;
-use crate::fs::treestore::{TreeSpace, TreeStore};
+use crate::fs::treestore::{TreeSpace, TreeStore, run_cursor};
 
 /// What to allocate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,47 +189,48 @@ fn put_agf(tp: &mut Trans, h: &AgfHandle) {
     pag.longest.store(h.agf.longest, Ordering::Relaxed);
 }
 
-/// Run a cursor operation on one of the AG's free-space trees, then store its new root and
-/// height in the AGF and add its tallies to the btree stats.
+/// The root of one of the AG's free-space trees, as its AGF records it.
+fn agf_root(agf: &Agf, kind: BlockKind) -> Root {
+    let (ptr, levels) = if kind == BlockKind::BnoBtree {
+        (agf.bno_root, agf.bno_level)
+    } else {
+        (agf.cnt_root, agf.cnt_level)
+    };
+    Root {
+        ptr: u64::from(ptr),
+        level: (levels - 1) as u16,
+    }
+}
+
+/// Record a free-space tree's new root in the AGF.
+fn set_agf_root(agf: &mut Agf, kind: BlockKind, r: Root) {
+    let (ptr, levels) = (r.ptr as u32, u32::from(r.level) + 1);
+    if kind == BlockKind::BnoBtree {
+        (agf.bno_root, agf.bno_level) = (ptr, levels);
+    } else {
+        (agf.cnt_root, agf.cnt_level) = (ptr, levels);
+    }
+}
+
+/// Run a cursor operation on one of the AG's free-space trees and keep the AGF's record of
+/// its root current.
 fn with_tree<S, R>(
     tp: &mut Trans,
     h: &mut AgfHandle,
     f: impl FnOnce(&mut Cursor<S>, &mut FreeSpaceStore) -> FsResult<R>,
 ) -> FsResult<R>
 where
-    S: crate::fs::btree::BtreeSpec + 'static,
+    S: crate::fs::btree::BtreeSpec,
 {
-    let is_bno = std::any::TypeId::of::<S>() == std::any::TypeId::of::<BnoSpec>();
-    let root = if is_bno {
-        Root {
-            ptr: u64::from(h.agf.bno_root),
-            level: (h.agf.bno_level - 1) as u16,
-        }
-    } else {
-        Root {
-            ptr: u64::from(h.agf.cnt_root),
-            level: (h.agf.cnt_level - 1) as u16,
-        }
-    };
-    let mut cur = Cursor::<S>::new(root, u64::from(h.agno));
-    let result = {
-        let mut st = TreeStore::new(&mut *tp, AgflSpace { h: &mut *h });
-        f(&mut cur, &mut st)
-    };
-    let r = cur.root();
-    if is_bno {
-        h.agf.bno_root = r.ptr as u32;
-        h.agf.bno_level = u32::from(r.level) + 1;
-    } else {
-        h.agf.cnt_root = r.ptr as u32;
-        h.agf.cnt_level = u32::from(r.level) + 1;
-    }
-    let line = if is_bno {
-        BtreeLine::Abtb2
-    } else {
-        BtreeLine::Abtc2
-    };
-    tp.fs().stats.add_btree(line, &cur.take_counts().0);
+    let kind = S::kind(0);
+    let (root, owner) = (agf_root(&h.agf, kind), u64::from(h.agno));
+    let (result, root) = run_cursor(
+        &mut TreeStore::new(&mut *tp, AgflSpace { h: &mut *h }),
+        root,
+        owner,
+        f,
+    );
+    set_agf_root(&mut h.agf, kind, root);
     result
 }
 

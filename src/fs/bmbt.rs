@@ -11,14 +11,13 @@ use crate::fs::alloc::{AllocReq, alloc_extent, free_extent};
 use crate::fs::bmap::ListChange;
 use crate::fs::btree::kinds::BmbtSpec;
 use crate::fs::btree::store::BufId;
-use crate::fs::btree::{self, Cursor, LookupMode, Root};
+use crate::fs::btree::{self, LookupMode};
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::dinode::MAX_INLINE_EXTENTS;
 use crate::fs::format::{BlockKind, Daddr};
 use crate::fs::inode::{DataFork, Extent, ForkRoot};
-use crate::fs::stats::BtreeLine;
 use crate::fs::trans::{InodeId, Trans};
-use crate::fs::treestore::{TreeSpace, TreeStore};
+use crate::fs::treestore::{TreeSpace, TreeStore, run_cursor};
 
 /// Convert back to extents format when the count drops this far below the inline limit
 /// (hysteresis, so a file hovering at the limit does not convert on every write).
@@ -89,27 +88,22 @@ fn settle(st: BmapStore) {
 pub fn load_extents(fs: &Fs, ino: u64, root: ForkRoot) -> FsResult<Vec<Extent>> {
     let mut tp = Trans::reader(fs);
     let mut st = bmap_store(&mut tp, None, ino);
-    let mut cur = Cursor::<BmbtSpec>::new(
-        Root {
-            ptr: root.ptr,
-            level: root.level,
-        },
-        ino,
-    );
-    let mut out = Vec::new();
-    if cur.lookup(&mut st, &0, LookupMode::Ge)? {
-        loop {
-            if let Some(r) = cur.get(&st)? {
-                out.push(r);
-            }
-            if !cur.increment(&mut st)? {
-                break;
+    let (out, _) = run_cursor::<BmbtSpec, _, _>(&mut st, root, ino, |cur, st| {
+        let mut out = Vec::new();
+        if cur.lookup(st, &0, LookupMode::Ge)? {
+            loop {
+                if let Some(r) = cur.get(st)? {
+                    out.push(r);
+                }
+                if !cur.increment(st)? {
+                    break;
+                }
             }
         }
-    }
-    fs.stats.add_btree(BtreeLine::Bmbt2, &cur.take_counts().0);
+        Ok(out)
+    });
     tp.commit()?;
-    Ok(out)
+    out
 }
 
 /// What a fork change asks of the tree.
@@ -148,38 +142,20 @@ pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<(
             let hint = st.tp.fs().geo.fsblock(agno, 0);
             let built = btree::create::<BmbtSpec>(&mut st, ino, hint).and_then(|root| {
                 // (The root block was charged by BmapStore::alloc inside create().)
-                let mut cur = Cursor::<BmbtSpec>::new(root, ino);
-                for e in list.iter().filter(|e| !e.is_delalloc()) {
-                    cur.insert(&mut st, e)?;
-                }
-                st.tp
-                    .fs()
-                    .stats
-                    .add_btree(BtreeLine::Bmbt2, &cur.take_counts().0);
-                Ok(cur.root())
+                let (r, root) = run_cursor::<BmbtSpec, _, _>(&mut st, root, ino, |cur, st| {
+                    list.iter()
+                        .filter(|e| !e.is_delalloc())
+                        .try_for_each(|e| cur.insert(st, e))
+                });
+                r.map(|()| root)
             });
             built.map(Some)
         }
-        TreeAction::Remove(root) => btree::destroy::<BmbtSpec>(
-            &mut st,
-            Root {
-                ptr: root.ptr,
-                level: root.level,
-            },
-            ino,
-        )
-        .map(|()| None),
+        TreeAction::Remove(root) => btree::destroy::<BmbtSpec>(&mut st, root, ino).map(|()| None),
         TreeAction::Apply(root) => {
-            let mut cur = Cursor::<BmbtSpec>::new(
-                Root {
-                    ptr: root.ptr,
-                    level: root.level,
-                },
-                ino,
-            );
-            let applied = (|| {
+            let (applied, root) = run_cursor::<BmbtSpec, _, _>(&mut st, root, ino, |cur, st| {
                 for e in change.removed.iter().filter(|e| !e.is_delalloc()) {
-                    if !cur.lookup(&mut st, &e.startoff, LookupMode::Eq)? {
+                    if !cur.lookup(st, &e.startoff, LookupMode::Eq)? {
                         return Err(FsError::Corrupt {
                             kind: BlockKind::BmapBtree,
                             daddr: 0,
@@ -189,18 +165,15 @@ pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<(
                             ),
                         });
                     }
-                    cur.delete(&mut st)?;
+                    cur.delete(st)?;
                 }
-                for e in change.added.iter().filter(|e| !e.is_delalloc()) {
-                    cur.insert(&mut st, e)?;
-                }
-                Ok(())
-            })();
-            st.tp
-                .fs()
-                .stats
-                .add_btree(BtreeLine::Bmbt2, &cur.take_counts().0);
-            applied.map(|()| Some(cur.root()))
+                change
+                    .added
+                    .iter()
+                    .filter(|e| !e.is_delalloc())
+                    .try_for_each(|e| cur.insert(st, e))
+            });
+            applied.map(|()| Some(root))
         }
     };
     settle(st);
@@ -212,13 +185,7 @@ pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<(
                 DataFork::Extents(v) | DataFork::Btree { extents: v, .. } => v,
                 DataFork::Local(_) => Vec::new(),
             };
-            *fork = DataFork::Btree {
-                root: ForkRoot {
-                    ptr: r.ptr,
-                    level: r.level,
-                },
-                extents,
-            };
+            *fork = DataFork::Btree { root: r, extents };
         }
         (TreeAction::Remove(_), _) => {
             if let DataFork::Btree { extents, .. } = std::mem::take(fork) {
@@ -235,10 +202,7 @@ pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<(
 pub fn check_tree(fs: &Fs, ino: u64, root: ForkRoot, extents: &[Extent]) -> FsResult<Vec<String>> {
     let mut tp = Trans::reader(fs);
     let mut st = bmap_store(&mut tp, None, ino);
-    let r = Root {
-        ptr: root.ptr,
-        level: root.level,
-    };
+    let r = root;
     let mut findings: Vec<String> = btree::check::<BmbtSpec>(&mut st, r, ino)?
         .iter()
         .map(|f| format!("{f:?}"))
@@ -264,14 +228,7 @@ pub fn check_tree(fs: &Fs, ino: u64, root: ForkRoot, extents: &[Extent]) -> FsRe
 pub fn tree_blocks(fs: &Fs, ino: u64, root: ForkRoot) -> FsResult<Vec<u64>> {
     let mut tp = Trans::reader(fs);
     let mut st = bmap_store(&mut tp, None, ino);
-    let blocks = btree::blocks::<BmbtSpec>(
-        &mut st,
-        Root {
-            ptr: root.ptr,
-            level: root.level,
-        },
-        ino,
-    )?;
+    let blocks = btree::blocks::<BmbtSpec>(&mut st, root, ino)?;
     tp.commit()?;
     Ok(blocks.into_iter().map(|(p, _)| p).collect())
 }

@@ -23,9 +23,8 @@ use crate::fs::format::{
     BBSIZE, BLOCK_SIZE, BlockKind, Daddr, INODE_SIZE, INODES_PER_BLOCK, INODES_PER_CHUNK,
 };
 use crate::fs::geo::Geometry;
-use crate::fs::stats::BtreeLine;
 use crate::fs::trans::Trans;
-use crate::fs::treestore::{TreeSpace, TreeStore};
+use crate::fs::treestore::{TreeSpace, TreeStore, run_cursor};
 
 /// Blocks in one inode chunk.
 pub const CHUNK_BLOCKS: u32 = (INODES_PER_CHUNK / INODES_PER_BLOCK) as u32;
@@ -102,29 +101,26 @@ fn put_agi(tp: &mut Trans, h: &AgiHandle) {
     pag.ifree.store(h.agi.freecount, Ordering::Relaxed);
 }
 
-/// Run a cursor operation on the inobt (`free == false`) or finobt, then store the new root
-/// in the AGI and add the tallies to the stats.
+/// Run a cursor operation on the AG's inobt or finobt and keep the AGI's record of its root
+/// and block count current.
 fn with_tree<S, R>(
     tp: &mut Trans,
     h: &mut AgiHandle,
     f: impl FnOnce(&mut Cursor<S>, &mut InodeTreeStore) -> FsResult<R>,
 ) -> FsResult<R>
 where
-    S: BtreeSpec + 'static,
+    S: BtreeSpec,
 {
-    let fino = std::any::TypeId::of::<S>() == std::any::TypeId::of::<FinoSpec>();
-    let root = if fino {
-        Root {
-            ptr: u64::from(h.agi.free_root),
-            level: (h.agi.free_level - 1) as u16,
-        }
+    let fino = S::kind(0) == BlockKind::FinoBtree;
+    let (ptr, levels) = if fino {
+        (h.agi.free_root, h.agi.free_level)
     } else {
-        Root {
-            ptr: u64::from(h.agi.root),
-            level: (h.agi.level - 1) as u16,
-        }
+        (h.agi.root, h.agi.level)
     };
-    let mut cur = Cursor::<S>::new(root, u64::from(h.agno));
+    let root = Root {
+        ptr: u64::from(ptr),
+        level: (levels - 1) as u16,
+    };
     let mut st = TreeStore::new(
         &mut *tp,
         InodeTreeSpace {
@@ -132,24 +128,20 @@ where
             blocks_delta: 0,
         },
     );
-    let result = f(&mut cur, &mut st);
+    let (result, r) = run_cursor(&mut st, root, u64::from(h.agno), f);
     let delta = st.space.blocks_delta;
-    let r = cur.root();
-    if fino {
-        h.agi.free_root = r.ptr as u32;
-        h.agi.free_level = u32::from(r.level) + 1;
-        h.agi.fblocks = h.agi.fblocks.saturating_add_signed(delta);
+    let (root_field, level_field, blocks_field) = if fino {
+        (
+            &mut h.agi.free_root,
+            &mut h.agi.free_level,
+            &mut h.agi.fblocks,
+        )
     } else {
-        h.agi.root = r.ptr as u32;
-        h.agi.level = u32::from(r.level) + 1;
-        h.agi.iblocks = h.agi.iblocks.saturating_add_signed(delta);
-    }
-    let line = if fino {
-        BtreeLine::Fibt2
-    } else {
-        BtreeLine::Ibt2
+        (&mut h.agi.root, &mut h.agi.level, &mut h.agi.iblocks)
     };
-    tp.fs().stats.add_btree(line, &cur.take_counts().0);
+    *root_field = r.ptr as u32;
+    *level_field = u32::from(r.level) + 1;
+    *blocks_field = blocks_field.saturating_add_signed(delta);
     result
 }
 

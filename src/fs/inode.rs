@@ -49,14 +49,8 @@ impl Extent {
     }
 }
 
-/// Where a B+tree-format data fork's tree is rooted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ForkRoot {
-    /// Root block (linear fsblock).
-    pub ptr: u64,
-    /// Height - 1 (0: the root is a leaf).
-    pub level: u16,
-}
+/// Where a B+tree-format data fork's tree is rooted (the B+tree's own root type).
+pub use crate::fs::btree::Root as ForkRoot;
 
 /// The data fork: what a file's or directory's contents map to.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 //! says that in a small [`TreeSpace`]; [`TreeStore`] does the rest.
 
 use crate::fs::btree::store::{BlockStore, BufId};
+use crate::fs::btree::{BtreeSpec, Cursor, Root, stat_line};
 use crate::fs::error::FsResult;
 use crate::fs::format::{BLOCK_SIZE, BlockKind, Daddr};
 use crate::fs::trans::Trans;
@@ -81,4 +82,21 @@ impl<S: TreeSpace> BlockStore for TreeStore<'_, '_, S> {
         }
         self.space.free(self.tp, kind, ptr, id)
     }
+}
+
+/// Run one cursor operation on the tree rooted at `root` (owned by `owner`): returns the
+/// operation's result and the tree's root after it (a split or a join can move it), and adds
+/// the cursor's exact tallies to the tree's btree stat line, where XFS counts them.
+pub fn run_cursor<'t, 'a, B: BtreeSpec, S: TreeSpace, R>(
+    st: &mut TreeStore<'t, 'a, S>,
+    root: Root,
+    owner: u64,
+    f: impl FnOnce(&mut Cursor<B>, &mut TreeStore<'t, 'a, S>) -> FsResult<R>,
+) -> (FsResult<R>, Root) {
+    let mut cur = Cursor::<B>::new(root, owner);
+    let result = f(&mut cur, st);
+    if let Some(line) = stat_line(B::kind(0)) {
+        st.tp.fs().stats.add_btree(line, &cur.take_counts().0);
+    }
+    (result, cur.root())
 }

@@ -155,6 +155,7 @@ pub use store::{BlockStore, BufId};
 pub use tree::{blocks, count_records, create, destroy, for_each_record};
 
 use crate::fs::format::BlockKind;
+use crate::fs::stats::BtreeLine;
 
 /// The block header flavour of a tree (see the module docs for the byte layouts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -299,13 +300,13 @@ impl fmt::Display for BtreeOp {
 /// The `/proc/fs/xfs/stat` line a tree's [`OpCounts`] feed, by its block kind: `abtb2`
 /// (bno), `abtc2` (cnt), `ibt2` (ino), `fibt2` (fino), `bmbt2` (extent maps). Directory hash
 /// trees have no btree stat line in XFS (the da btree is not a generic btree), so `None`.
-pub fn stat_line(kind: BlockKind) -> Option<&'static str> {
+pub fn stat_line(kind: BlockKind) -> Option<BtreeLine> {
     match kind {
-        BlockKind::BnoBtree => Some("abtb2"),
-        BlockKind::CntBtree => Some("abtc2"),
-        BlockKind::InoBtree => Some("ibt2"),
-        BlockKind::FinoBtree => Some("fibt2"),
-        BlockKind::BmapBtree => Some("bmbt2"),
+        BlockKind::BnoBtree => Some(BtreeLine::Abtb2),
+        BlockKind::CntBtree => Some(BtreeLine::Abtc2),
+        BlockKind::InoBtree => Some(BtreeLine::Ibt2),
+        BlockKind::FinoBtree => Some(BtreeLine::Fibt2),
+        BlockKind::BmapBtree => Some(BtreeLine::Bmbt2),
         _ => None,
     }
 }

@@ -12,6 +12,7 @@ use super::super::{BtreeOp, BtreeSpec, Layout, OpCounts, create, lsn_offset, sta
 use super::support::{Rng, UUID};
 use crate::fs::error::FsError;
 use crate::fs::format::{BLOCK_SIZE, BlockKind, Magic, endian};
+use crate::fs::stats::BtreeLine;
 
 fn round_trip<S: BtreeSpec>(recs: &[S::Rec])
 where
@@ -330,11 +331,11 @@ fn op_counts_print_in_stat_field_order() {
 
 #[test]
 fn each_generic_tree_feeds_its_xfs_stat_line() {
-    assert_eq!(stat_line(BnoSpec::kind(0)), Some("abtb2"));
-    assert_eq!(stat_line(CntSpec::kind(0)), Some("abtc2"));
-    assert_eq!(stat_line(InoSpec::kind(0)), Some("ibt2"));
-    assert_eq!(stat_line(FinoSpec::kind(0)), Some("fibt2"));
-    assert_eq!(stat_line(BmbtSpec::kind(0)), Some("bmbt2"));
+    assert_eq!(stat_line(BnoSpec::kind(0)), Some(BtreeLine::Abtb2));
+    assert_eq!(stat_line(CntSpec::kind(0)), Some(BtreeLine::Abtc2));
+    assert_eq!(stat_line(InoSpec::kind(0)), Some(BtreeLine::Ibt2));
+    assert_eq!(stat_line(FinoSpec::kind(0)), Some(BtreeLine::Fibt2));
+    assert_eq!(stat_line(BmbtSpec::kind(0)), Some(BtreeLine::Bmbt2));
     assert_eq!(stat_line(DirHashSpec::kind(0)), None);
     assert_eq!(stat_line(BlockKind::Agf), None);
 }
