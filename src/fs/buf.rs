@@ -387,35 +387,24 @@ impl BufCache {
 
     /// Drop clean, unheld buffers until the cache is under 7/8 of its limit.
     fn shrink(&self) {
-        let target = self.limit_bytes / 8 * 7;
+        self.drop_clean(self.limit_bytes / 8 * 7);
+    }
+
+    /// Drop every clean, unheld buffer (used at unmount and by tests that must reread).
+    pub fn purge_clean(&self) {
+        self.drop_clean(0);
+    }
+
+    /// Drop clean buffers nobody holds, shard by shard, until at most `target` bytes remain.
+    fn drop_clean(&self, target: u64) {
         for shard in self.shards.iter() {
-            if self.cached_bytes.load(Ordering::Relaxed) <= target {
+            if target > 0 && self.cached_bytes.load(Ordering::Relaxed) <= target {
                 return;
             }
             let mut map = shard.lock();
             let mut freed = 0u64;
             map.retain(|_, b| {
                 // Only the map holds it, and nobody has it locked: safe to drop if clean.
-                if Arc::strong_count(b) == 1 {
-                    if let Some(g) = b.try_lock() {
-                        if !g.dirty {
-                            freed += g.bytes.len() as u64;
-                            return false;
-                        }
-                    }
-                }
-                true
-            });
-            self.cached_bytes.fetch_sub(freed, Ordering::Relaxed);
-        }
-    }
-
-    /// Drop every clean, unheld buffer (used at unmount and by tests that must reread).
-    pub fn purge_clean(&self) {
-        for shard in self.shards.iter() {
-            let mut map = shard.lock();
-            let mut freed = 0u64;
-            map.retain(|_, b| {
                 if Arc::strong_count(b) == 1 {
                     if let Some(g) = b.try_lock() {
                         if !g.dirty {

@@ -208,6 +208,31 @@ impl Fs {
         Ok(inode)
     }
 
+    /// A name of `ip` in directory `dp` went away: drop a link (a directory loses both of its
+    /// own, and its parent the one its `..` held). Returns whether nothing refers to the
+    /// inode any more, so it can be freed once this transaction commits.
+    fn drop_link(tp: &mut Trans, dp: InodeId, ip: InodeId) -> bool {
+        let is_dir = tp.ic(ip).is_dir();
+        let ic = tp.ic_mut(ip);
+        ic.di.nlink = if is_dir {
+            0
+        } else {
+            ic.di.nlink.saturating_sub(1)
+        };
+        ic.di.ctime = crate::fs::now_ns();
+        tp.log_inode(ip);
+        if is_dir {
+            let d = tp.ic_mut(dp);
+            d.di.nlink = d.di.nlink.saturating_sub(1);
+        }
+        Self::unreferenced(tp, ip)
+    }
+
+    /// No links and no open files.
+    fn unreferenced(tp: &Trans, ip: InodeId) -> bool {
+        tp.ic(ip).di.nlink == 0 && tp.ic(ip).opens == 0
+    }
+
     /// Lock `inodes` exclusive in ascending inode number (duplicates once) and join them.
     ///
     /// Fails with `NotFound` if one of the first `dirs` inodes (directories the caller was
@@ -275,22 +300,7 @@ impl Fs {
             }
             dir::remove(&mut tp, dp, name)?;
             Self::touch_dir(&mut tp, dp);
-            let now = crate::fs::now_ns();
-            {
-                let ic = tp.ic_mut(ip);
-                ic.di.nlink = if is_dir {
-                    0
-                } else {
-                    ic.di.nlink.saturating_sub(1)
-                };
-                ic.di.ctime = now;
-            }
-            tp.log_inode(ip);
-            if is_dir {
-                let d = tp.ic_mut(dp);
-                d.di.nlink = d.di.nlink.saturating_sub(1);
-            }
-            let free_now = tp.ic(ip).di.nlink == 0 && tp.ic(ip).opens == 0;
+            let free_now = Self::drop_link(&mut tp, dp, ip);
             tp.commit()?;
             if free_now {
                 self.inactivate(&child)?;
@@ -422,18 +432,7 @@ impl Fs {
                 }
                 let kind = tp.ic(sp).kind();
                 dir::replace(&mut tp, ddp, dname, src.ino, kind)?;
-                let ic = tp.ic_mut(dp);
-                ic.di.nlink = if dst_is_dir {
-                    0
-                } else {
-                    ic.di.nlink.saturating_sub(1)
-                };
-                ic.di.ctime = now;
-                tp.log_inode(dp);
-                if dst_is_dir {
-                    let d = tp.ic_mut(ddp);
-                    d.di.nlink = d.di.nlink.saturating_sub(1);
-                }
+                Self::drop_link(&mut tp, ddp, dp);
             } else {
                 if src_is_dir && sdir.ino != ddir.ino && tp.ic(ddp).di.nlink >= MAX_LINKS {
                     return Err(FsError::TooManyLinks);
@@ -453,7 +452,7 @@ impl Fs {
             tp.log_inode(sp);
             Self::touch_dir(&mut tp, sdp);
             Self::touch_dir(&mut tp, ddp);
-            let free_dst = dp.is_some_and(|dp| tp.ic(dp).di.nlink == 0 && tp.ic(dp).opens == 0);
+            let free_dst = dp.is_some_and(|dp| Self::unreferenced(&tp, dp));
             tp.commit()?;
             if free_dst {
                 if let Some(d) = &dst {
