@@ -94,8 +94,7 @@ impl DataFork {
     }
 }
 
-/// Per-file state that only exists while needed (page cache, dirty ranges). Defined by the
-/// data path; an empty placeholder type until a file has cached data.
+/// Per-file state that exists only while a file has cached data: its page cache.
 pub type InodeExt = crate::fs::data::FileCache;
 
 /// Everything protected by the inode lock.

@@ -40,13 +40,13 @@ pub(crate) fn push_fields(out: &mut String, event: &EventDef, values: &[Value]) 
             out.push_str(&rest[open..]);
             return;
         };
-        let placeholder = &after[..close];
-        let (name, spec) = placeholder.split_once(':').unwrap_or((placeholder, ""));
+        let field_ref = &after[..close];
+        let (name, spec) = field_ref.split_once(':').unwrap_or((field_ref, ""));
         match event.field_index(name).and_then(|i| values.get(i)) {
             Some(v) => push_value(out, *v, spec),
             None => {
                 out.push('{');
-                out.push_str(placeholder);
+                out.push_str(field_ref);
                 out.push('}');
             }
         }

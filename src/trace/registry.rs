@@ -190,7 +190,7 @@ impl EventDef {
         self.enabled.store(on, Ordering::Relaxed);
     }
 
-    /// Check the print template: every placeholder names a field of this event and uses a
+    /// Check the print template: every `{field}` reference names a field of this event and uses a
     /// spec valid for the field's type, and braces balance.
     pub fn check_format(&self) -> Result<(), String> {
         let mut rest = self.format;
@@ -199,8 +199,8 @@ impl EventDef {
             let close = after
                 .find('}')
                 .ok_or_else(|| format!("{}: unclosed '{{' in format", self.name))?;
-            let placeholder = &after[..close];
-            let (field, spec) = placeholder.split_once(':').unwrap_or((placeholder, ""));
+            let field_ref = &after[..close];
+            let (field, spec) = field_ref.split_once(':').unwrap_or((field_ref, ""));
             let def = self
                 .fields
                 .iter()
