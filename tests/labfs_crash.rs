@@ -1,0 +1,96 @@
+//! Crash tests on the fault shim: whatever fsync acknowledged is there after a crash.
+//!
+//! labfs part 1 has no journal, so it promises consistency only at the points where it has
+//! made everything durable (fsync, sync, unmount: each ends with a device flush). A crash right
+//! after any flush (no unflushed write lands) must give an image that mounts, passes fsck, and
+//! holds every file whose fsync returned before that flush, with its contents. Crashes that
+//! let some unflushed writes land are part 2's (the journal's) to survive.
+
+use std::sync::Arc;
+
+use fslab::fs::Fs;
+use fslab::fs::check::check;
+use fslab::fs::dev::fault::CrashPlan;
+use fslab::fs::dev::{BlockDev, FaultDev};
+use fslab::fs::inode::InodeRead;
+use fslab::fs::mkfs::mkfs;
+use fslab::fs::options::Options;
+
+/// A file whose fsync returned, and the flush point it returned at.
+struct Promise {
+    path: Vec<u8>,
+    data: Vec<u8>,
+    flush_point: u64,
+}
+
+#[test]
+fn fsynced_files_survive_a_crash_at_every_flush_point() {
+    let fault = Arc::new(FaultDev::new_mem(32 << 20).unwrap());
+    let dev: Arc<dyn BlockDev> = Arc::clone(&fault) as Arc<dyn BlockDev>;
+    let opts = Options::default();
+    mkfs(Arc::clone(&dev), &opts).unwrap();
+    let first = fault.flush_count();
+    let fs = Fs::mount(Arc::clone(&dev), opts.mount.clone()).unwrap();
+    let root = fs.root().unwrap();
+    let dirs: Vec<_> = (0..3)
+        .map(|d| fs.mkdir(&root, format!("d{d}").as_bytes(), 0o755).unwrap())
+        .collect();
+    let mut promises = Vec::new();
+    for i in 0..40u32 {
+        let name = format!("f{i:02}");
+        let (ip, _) = fs
+            .create(&dirs[i as usize % 3], name.as_bytes(), 0o644, true)
+            .unwrap();
+        let data: Vec<u8> = (0..(i as usize * 997 % 12_000 + 1))
+            .map(|b| (b as u32 ^ i) as u8)
+            .collect();
+        fs.write(&ip, 0, &data).unwrap();
+        // Every other file is fsync'd; the rest may or may not survive.
+        if i % 2 == 0 {
+            fs.fsync(&ip, false).unwrap();
+            let path = format!("/d{}/{name}", i % 3).into_bytes();
+            promises.push(Promise {
+                path,
+                data,
+                flush_point: fault.flush_count(),
+            });
+        }
+        if i % 10 == 9 {
+            // A rename and an unlink of unsynced files between the promises.
+            let d = &dirs[i as usize % 3];
+            fs.rename(d, name.as_bytes(), d, format!("r{i}").as_bytes())
+                .unwrap();
+            fs.unlink(d, format!("r{i}").as_bytes()).unwrap();
+        }
+    }
+    let last = fault.flush_count();
+    assert!(
+        last - first >= 20,
+        "the workload flushed {} times",
+        last - first
+    );
+    for k in first..=last {
+        let image = fault.crash_image(&CrashPlan::at(k)).unwrap();
+        let crashed = Fs::mount(image.dev as Arc<dyn BlockDev>, opts.mount.clone())
+            .unwrap_or_else(|e| panic!("flush point {k}: the image does not mount: {e}"));
+        let r = check(&crashed).unwrap();
+        assert!(r.is_clean(), "flush point {k}: fsck: {:#?}", r.findings);
+        for p in promises.iter().filter(|p| p.flush_point <= k) {
+            let ip = crashed.lookup_path(&p.path).unwrap_or_else(|e| {
+                panic!(
+                    "flush point {k}: {} was fsync'd but is gone: {e}",
+                    String::from_utf8_lossy(&p.path)
+                )
+            });
+            let size = InodeRead::lock(Arc::clone(&ip)).di.size as usize;
+            let mut back = vec![0u8; size];
+            crashed.read(&ip, 0, &mut back).unwrap();
+            assert_eq!(
+                back,
+                p.data,
+                "flush point {k}: {}",
+                String::from_utf8_lossy(&p.path)
+            );
+        }
+    }
+}
