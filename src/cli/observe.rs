@@ -7,7 +7,7 @@
 //! `--stats-decode` or any tool that reads that file.
 //!
 //! Stats are cleared at the start, as a user writes `stats_clear` before a run:
-//! - on labfs, the mount's own counters are cleared (kernel semantics: all but vnodes[0]);
+//! - on labfs, the mount's own counters are cleared (kernel semantics: all but vnodes\[0\]);
 //! - on the host, clearing the kernel's counters needs root, so it happens only with
 //!   `--stats-clear`; otherwise fslab reads them before and after and prints the difference,
 //!   which is the same figure without the privilege.

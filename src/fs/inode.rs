@@ -140,7 +140,7 @@ impl InodeCore {
     }
 }
 
-/// Bits of [`Inode::flags`] (changed without the inode lock, so atomic).
+/// Bits of an inode's `flags` word (changed without the inode lock, so atomic).
 pub mod iflags {
     /// On the mount's dirty-inode list.
     pub const ON_DIRTY_LIST: u8 = 1 << 0;

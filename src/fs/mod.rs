@@ -19,7 +19,7 @@
 //! if busy, as XFS does with `XFS_ALLOC_FLAG_TRYLOCK`.
 //!
 //! ## Modules
-//! - [`format`]: geometry constants, block kinds, magics, CRC offsets, endian helpers, and the
+//! - [`format`](mod@format): geometry constants, block kinds, magics, CRC offsets, endian helpers, and the
 //!   byte-by-byte layouts of the superblock, AG headers and inodes.
 //! - [`geo`]: AG/block/inode number arithmetic.
 //! - [`error`]: the typed error every labfs operation returns.

@@ -42,7 +42,7 @@
 //! | 28 | 4 | freecount | free allocated inodes |
 //! | 32 | 4 | newino | last allocated chunk's first inode |
 //! | 36 | 4 | dirino | (null) |
-//! | 40 | 256 | unlinked[64] | unlinked-inode bucket heads (all null in labfs) |
+//! | 40 | 256 | unlinked\[64\] | unlinked-inode bucket heads (all null in labfs) |
 //! | 296 | 16 | uuid | |
 //! | 312 | 4 | crc | |
 //! | 316 | 4 | pad | |
