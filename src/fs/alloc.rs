@@ -587,8 +587,8 @@ pub fn ag_space(tp: &mut Trans, agno: u32) -> FsResult<AgSpace> {
     let Some(mut h) = lock_agf(tp, agno, false)? else {
         return Err(FsError::Invalid("AGF lock"));
     };
-    let by_bno = with_tree::<BnoSpec, _>(tp, &mut h, |cur, st| collect(cur, st, &0))?;
-    let by_cnt = with_tree::<CntSpec, _>(tp, &mut h, |cur, st| collect(cur, st, &(0, 0)))?;
+    let by_bno = with_tree::<BnoSpec, _>(tp, &mut h, |cur, st| cur.records_from(st, &0))?;
+    let by_cnt = with_tree::<CntSpec, _>(tp, &mut h, |cur, st| cur.records_from(st, &(0, 0)))?;
     let agfl = (0..h.agf.flcount)
         .map(|i| agfl_get(tp.buf(h.agfl_buf), (h.agf.flfirst + i) % AGFL_SIZE))
         .collect();
@@ -634,23 +634,4 @@ pub fn check_trees(tp: &mut Trans, agno: u32) -> FsResult<(Vec<u32>, Vec<String>
         }
     }
     Ok((blocks, findings))
-}
-
-fn collect<S: crate::fs::btree::BtreeSpec<Rec = FreeExtent>>(
-    cur: &mut Cursor<S>,
-    st: &mut FreeSpaceStore,
-    first: &S::Key,
-) -> FsResult<Vec<FreeExtent>> {
-    let mut out = Vec::new();
-    if cur.lookup(st, first, LookupMode::Ge)? {
-        loop {
-            if let Some(r) = cur.get(st)? {
-                out.push(r);
-            }
-            if !cur.increment(st)? {
-                break;
-            }
-        }
-    }
-    Ok(out)
 }

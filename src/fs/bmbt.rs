@@ -88,20 +88,8 @@ fn settle(st: BmapStore) {
 pub fn load_extents(fs: &Fs, ino: u64, root: ForkRoot) -> FsResult<Vec<Extent>> {
     let mut tp = Trans::reader(fs);
     let mut st = bmap_store(&mut tp, None, ino);
-    let (out, _) = run_cursor::<BmbtSpec, _, _>(&mut st, root, ino, |cur, st| {
-        let mut out = Vec::new();
-        if cur.lookup(st, &0, LookupMode::Ge)? {
-            loop {
-                if let Some(r) = cur.get(st)? {
-                    out.push(r);
-                }
-                if !cur.increment(st)? {
-                    break;
-                }
-            }
-        }
-        Ok(out)
-    });
+    let (out, _) =
+        run_cursor::<BmbtSpec, _, _>(&mut st, root, ino, |cur, st| cur.records_from(st, &0));
     tp.commit()?;
     out
 }

@@ -407,8 +407,8 @@ pub fn ag_inodes(tp: &mut Trans, agno: u32) -> FsResult<(Agi, Vec<InoRec>, Vec<I
     let Some(mut h) = lock_agi(tp, agno, false)? else {
         return Err(FsError::Invalid("AGI lock"));
     };
-    let ino = with_tree::<InoSpec, _>(tp, &mut h, collect)?;
-    let fino = with_tree::<FinoSpec, _>(tp, &mut h, collect)?;
+    let ino = with_tree::<InoSpec, _>(tp, &mut h, |cur, st| cur.records_from(st, &0))?;
+    let fino = with_tree::<FinoSpec, _>(tp, &mut h, |cur, st| cur.records_from(st, &0))?;
     Ok((h.agi, ino, fino))
 }
 
@@ -460,22 +460,4 @@ pub fn check_trees(tp: &mut Trans, agno: u32) -> FsResult<(Vec<u32>, Vec<String>
         findings.extend(found.into_iter().map(|f| format!("AG {agno} {name}: {f}")));
     }
     Ok((blocks, findings))
-}
-
-fn collect<S: BtreeSpec<Rec = InoRec, Key = u32>>(
-    cur: &mut Cursor<S>,
-    st: &mut InodeTreeStore,
-) -> FsResult<Vec<InoRec>> {
-    let mut out = Vec::new();
-    if cur.lookup(st, &0, LookupMode::Ge)? {
-        loop {
-            if let Some(r) = cur.get(st)? {
-                out.push(r);
-            }
-            if !cur.increment(st)? {
-                break;
-            }
-        }
-    }
-    Ok(out)
 }

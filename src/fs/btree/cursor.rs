@@ -294,6 +294,27 @@ impl<S: BtreeSpec> Cursor<S> {
         std::mem::take(&mut self.core.tally.counts)
     }
 
+    /// Every record from the first at or after `key` to the end, in key order (a scan with
+    /// the cursor: one lookup, then steps, counted as such).
+    pub fn records_from(
+        &mut self,
+        st: &mut (impl BlockStore + ?Sized),
+        key: &S::Key,
+    ) -> FsResult<Vec<S::Rec>> {
+        let mut out = Vec::new();
+        if self.lookup(st, key, LookupMode::Ge)? {
+            loop {
+                if let Some(r) = self.get(st)? {
+                    out.push(r);
+                }
+                if !self.increment(st)? {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Test support: assert the path invariants documented at the top of this module.
     #[cfg(test)]
     pub(crate) fn assert_path_consistent(&self, st: &(impl BlockStore + ?Sized)) {
