@@ -124,6 +124,19 @@ impl Fs {
         }
     }
 
+    /// Lock a directory exclusive for a change to its entries: it must be a directory and
+    /// still linked (a removed directory takes no new entries).
+    fn lock_live_dir(tp: &mut Trans, dir: &Arc<Inode>) -> FsResult<InodeId> {
+        let dp = tp.lock_inode(Arc::clone(dir));
+        if !tp.ic(dp).is_dir() {
+            return Err(FsError::NotDir);
+        }
+        if tp.ic(dp).di.nlink == 0 {
+            return Err(FsError::NotFound);
+        }
+        Ok(dp)
+    }
+
     /// Stamp a directory's mtime/ctime after its entries changed.
     fn touch_dir(tp: &mut Trans, dp: InodeId) {
         let now = crate::fs::now_ns();
@@ -145,13 +158,7 @@ impl Fs {
         self.check_live()?;
         check_name(name)?;
         let mut tp = Trans::new(self);
-        let dp = tp.lock_inode(Arc::clone(dir));
-        if !tp.ic(dp).is_dir() {
-            return Err(FsError::NotDir);
-        }
-        if tp.ic(dp).di.nlink == 0 {
-            return Err(FsError::NotFound);
-        }
+        let dp = Self::lock_live_dir(&mut tp, dir)?;
         if let Some(ino) = dir::lookup(&mut tp, dp, name)? {
             tp.commit()?;
             if exclusive {
@@ -180,13 +187,7 @@ impl Fs {
         self.check_live()?;
         check_name(name)?;
         let mut tp = Trans::new(self);
-        let dp = tp.lock_inode(Arc::clone(dir));
-        if !tp.ic(dp).is_dir() {
-            return Err(FsError::NotDir);
-        }
-        if tp.ic(dp).di.nlink == 0 {
-            return Err(FsError::NotFound);
-        }
+        let dp = Self::lock_live_dir(&mut tp, dir)?;
         if dir::lookup(&mut tp, dp, name)?.is_some() {
             tp.commit()?;
             return Err(FsError::Exists);
