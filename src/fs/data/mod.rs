@@ -136,32 +136,30 @@ impl Fs {
     ) -> FsResult<()> {
         let first = block_of(off);
         let last = block_of(off + data.len() as u64 - 1);
+        // One lookup per block: the mapping decides both what to reserve and what to read.
+        let mapping: Vec<Option<Extent>> = (first..=last)
+            .map(|b| bmap::lookup(w.fork.extents(), b, &self.stats))
+            .collect();
         // Reserve the holes first, so a full filesystem fails before anything changes.
-        let mut holes = Vec::new();
-        for b in first..=last {
-            if bmap::lookup(w.fork.extents(), b, &self.stats).is_none() {
-                holes.push(b);
-            }
-        }
+        let holes: Vec<u64> = (first..=last)
+            .zip(&mapping)
+            .filter(|(_, m)| m.is_none())
+            .map(|(b, _)| b)
+            .collect();
         self.reserve_blocks(holes.len() as u64)?;
         {
             let list = bmap::fork_list_mut(&mut w.fork)?;
             for &b in &holes {
-                bmap::insert(
-                    list,
-                    Extent {
-                        startoff: b,
-                        startblock: DELALLOC,
-                        blockcount: 1,
-                        unwritten: false,
-                    },
-                    &self.stats,
-                );
+                let e = Extent {
+                    startoff: b,
+                    startblock: DELALLOC,
+                    blockcount: 1,
+                    unwritten: false,
+                };
+                bmap::insert(list, e, &self.stats);
             }
         }
-        let mapping: Vec<Option<Extent>> = (first..=last)
-            .map(|b| bmap::lookup(w.fork.extents(), b, &self.stats))
-            .collect();
+        // (A hole's page is new and never read back, so its mapping stays `None` here.)
         let size = w.di.size;
         let cache = w.ext.get_or_insert_with(Box::default);
         let mut newly_dirty = 0u64;
