@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
@@ -28,8 +28,14 @@ type Shard = Mutex<HashMap<u64, Arc<Inode>>>;
 /// The mount's in-core inodes.
 pub struct InodeCache {
     shards: Box<[Shard]>,
-    /// Evict down to this many when a sweep runs.
+    /// Inodes in the cache (kept beside the shards so `iget` need not lock all of them to
+    /// ask whether the cache is over its limit).
+    count: AtomicUsize,
+    /// Reclaim aims to keep the cache at or below this many.
     limit: usize,
+    /// Reclaim starts when the cache grows past this: the limit, or more after a reclaim that
+    /// could not get under it (everything held or dirty), so lookups do not sweep every time.
+    sweep_at: AtomicUsize,
 }
 
 impl std::fmt::Debug for InodeCache {
@@ -54,7 +60,9 @@ impl InodeCache {
     pub fn new(limit: usize) -> InodeCache {
         InodeCache {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            count: AtomicUsize::new(0),
             limit,
+            sweep_at: AtomicUsize::new(limit),
         }
     }
 
@@ -89,8 +97,15 @@ impl InodeCache {
                 return Arc::clone(existing);
             }
         }
-        shard.insert(ip.ino, Arc::clone(&ip));
+        let replaced = shard.insert(ip.ino, Arc::clone(&ip));
         drop(shard);
+        match replaced {
+            // A freed inode still cached under the number: it leaves as this one arrives.
+            Some(_) => Self::count_eviction(stats),
+            None => {
+                self.count.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         stats.inc(Stat::VnActive);
         ip
     }
@@ -98,6 +113,7 @@ impl InodeCache {
     /// Drop an inode that was freed (unlinked and released) from the cache.
     pub fn remove(&self, ino: u64, stats: &MountStats) {
         if self.shard(ino).lock().remove(&ino).is_some() {
+            self.count.fetch_sub(1, Ordering::Relaxed);
             Self::count_eviction(stats);
         }
     }
@@ -112,7 +128,7 @@ impl InodeCache {
 
     /// In-core inodes.
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().len()).sum()
+        self.count.load(Ordering::Relaxed)
     }
 
     /// Whether the cache is empty.
@@ -120,9 +136,9 @@ impl InodeCache {
         self.len() == 0
     }
 
-    /// Whether the cache has grown past its limit.
+    /// Whether the cache has grown enough past its limit to reclaim.
     pub fn over_limit(&self) -> bool {
-        self.len() > self.limit
+        self.len() > self.sweep_at.load(Ordering::Relaxed)
     }
 
     /// One CLOCK pass over every shard: evict clean, unheld inodes whose referenced bit is
@@ -145,6 +161,7 @@ impl InodeCache {
                 keep
             });
         }
+        self.count.fetch_sub(evicted, Ordering::Relaxed);
         for _ in 0..evicted {
             Self::count_eviction(stats);
         }
@@ -155,11 +172,21 @@ impl InodeCache {
     pub fn reclaim(&self, stats: &MountStats) {
         // Two passes evict everything evictable: the first clears referenced bits.
         for _ in 0..2 {
-            if !self.over_limit() {
-                return;
+            if self.len() <= self.limit {
+                break;
             }
             self.sweep(stats);
         }
+        // What could not go stays; sweep again only after a sixteenth of the limit more.
+        let next = self.len().max(self.limit) + (self.limit / 16).max(64);
+        self.sweep_at.store(
+            if self.len() <= self.limit {
+                self.limit
+            } else {
+                next
+            },
+            Ordering::Relaxed,
+        );
     }
 
     /// Every cached inode (for sync's walk of all inodes, and unmount).
