@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 
 use clap::Parser;
+use fslab::backend::mkdir_parents;
 use fslab::cli::target_args::{FsKind, TargetArgs};
-use fslab::target::mkdir_parents;
 use fslab::workload::SystemClock;
 use fslab::workload::fsmark::{self, FsmarkArgs, LoopReport, RunEnv, RunStart};
 

@@ -3,16 +3,17 @@
 //! Module map (see `../shared/DESIGN.md` for the whole picture):
 //!
 //! - [`cli`]: flags every binary shares, unit parsers, exit codes.
-//! - [`target`]: the [`target::Target`] trait, the VFS-like surface a workload sees, and its
+//! - [`backend`]: the [`backend::Target`] trait, the VFS-like surface a workload sees, and its
 //!   implementations (host system calls; labfs).
 //! - [`workload`]: the workload engines (fs_mark loop, ...), written once, target-agnostic.
 //! - [`report`]: output layers, one per format users already parse.
 //! - [`trace`]: tracepoints and their sinks (ftrace text, JSON lines, counts, histograms).
 //! - [`fs`]: labfs, the XFS-modelled reference filesystem, and its XFS-layout statistics.
 
+pub mod backend;
 pub mod cli;
 pub mod fs;
 pub mod report;
-pub mod target;
 pub mod trace;
+pub mod units;
 pub mod workload;

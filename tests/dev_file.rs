@@ -3,8 +3,8 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use fslab::cli::device::DeviceSpec;
 use fslab::fs::dev::file::FileOptions;
+use fslab::fs::dev::spec::DeviceSpec;
 use fslab::fs::dev::{self, BlockDev, DevError, FileDev};
 
 const MIB: u64 = 1 << 20;
@@ -202,7 +202,7 @@ fn direct_io_reads_back_through_aligned_and_unaligned_buffers() {
 fn open_builds_a_file_device_from_its_spec() {
     let dir = scratch();
     let path = dir.path().join("spec,with comma.img");
-    let spec = DeviceSpec::File(fslab::cli::device::FileSpec {
+    let spec = DeviceSpec::File(fslab::fs::dev::spec::FileSpec {
         path: path.clone(),
         size: Some(2 * MIB),
         direct: false,

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use fslab::cli::device::DeviceSpec;
+use fslab::fs::dev::spec::DeviceSpec;
 use fslab::fs::dev::{self, BlockDev, DevError, MemDev};
 
 const MIB: u64 = 1 << 20;

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use fslab::cli::device::{
+use fslab::fs::dev::LatencyParams;
+use fslab::fs::dev::spec::{
     DeviceArgs, DeviceSpec, FileSpec, MemSpec, MemberSpec, SpecError, StripeSpec,
 };
-use fslab::fs::dev::LatencyParams;
 
 fn parse(s: &str) -> Result<DeviceSpec, SpecError> {
     s.parse()
@@ -385,7 +385,7 @@ fn device_flag_defaults_to_mem_and_reports_spec_errors() {
 
 #[test]
 fn help_text_examples_all_parse() {
-    let help = fslab::cli::device::DEVICE_HELP;
+    let help = fslab::fs::dev::spec::DEVICE_HELP;
     let examples: Vec<&str> = help
         .lines()
         .skip_while(|l| !l.starts_with("Examples:"))

@@ -8,8 +8,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fslab::cli::device::DeviceSpec;
 use fslab::fs::dev::fault::{AfterFail, FailRule};
+use fslab::fs::dev::spec::DeviceSpec;
 use fslab::fs::dev::stripe::StripeMember;
 use fslab::fs::dev::{
     self, BlockDev, DevError, FaultDev, IoKind, LatencyDev, LatencyParams, MemDev, StripeDev,

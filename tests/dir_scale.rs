@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use fslab::backend::FileKind;
 use fslab::fs::Fs;
 use fslab::fs::btree::Root;
 use fslab::fs::dev::{BlockDev, MemDev};
@@ -16,7 +17,6 @@ use fslab::fs::inode::Inode;
 use fslab::fs::mkfs::mkfs;
 use fslab::fs::options::Options;
 use fslab::fs::trans::Trans;
-use fslab::target::FileKind;
 
 fn name(i: u64) -> Vec<u8> {
     format!("f{i:07}").into_bytes()

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use fslab::target::recording::{Call, Op, Record, RecordingTarget, VirtualClock};
+use fslab::backend::recording::{Call, Op, Record, RecordingTarget, VirtualClock};
 use fslab::workload::fsmark::{
     self, Config, FsmarkArgs, FsmarkError, LoopReport, MinAvgMax, Observer, RunEnd, RunEnv,
     RunOutcome, RunStart,
@@ -586,7 +586,7 @@ fn preflight_refuses_a_file_as_directory_and_a_missing_parent() {
         out.result.unwrap_err().to_string(),
         "mkdir /x/y failed: No such file or directory"
     );
-    use fslab::target::{OpenFlags, Target};
+    use fslab::backend::{OpenFlags, Target};
     let fd = target.open(
         std::path::Path::new("/f"),
         OpenFlags::create_truncate(),

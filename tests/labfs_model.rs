@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use fslab::backend::FileKind;
 use fslab::fs::Fs;
 use fslab::fs::check::check;
 use fslab::fs::dev::{BlockDev, MemDev};
@@ -12,7 +13,6 @@ use fslab::fs::error::FsError;
 use fslab::fs::inode::InodeRead;
 use fslab::fs::mkfs::mkfs;
 use fslab::fs::options::Options;
-use fslab::target::FileKind;
 
 /// A small deterministic generator (xorshift64*), so a failing seed replays exactly.
 struct Rng(u64);

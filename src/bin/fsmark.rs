@@ -12,11 +12,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::Parser;
 use clap::error::ErrorKind;
 
+use fslab::backend::mkdir_parents;
 use fslab::cli::observe::{Observer as StatsObserver, decode_files, event_list};
 use fslab::cli::target_args::TargetSetupError;
 use fslab::cli::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use fslab::report::fsmark::Printer;
-use fslab::target::mkdir_parents;
 use fslab::workload::SystemClock;
 use fslab::workload::fsmark::{self, FsmarkArgs, LoopReport, RunEnv, RunStart};
 

@@ -2,10 +2,8 @@
 //! observability and labfs layers land) the `--fs`, `--device`, `-o`, `--trace` and `--stats`
 //! flag groups, each defined once here and flattened into each binary's parser.
 
-pub mod device;
 pub mod observe;
 pub mod target_args;
-pub mod units;
 
 /// Exit status for a completed run.
 pub const EXIT_OK: i32 = 0;

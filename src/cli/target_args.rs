@@ -10,13 +10,13 @@ use std::sync::Arc;
 use clap::Args;
 use thiserror::Error;
 
-use crate::cli::device::{DeviceSpec, MemberSpec, SpecError};
+use crate::backend::host::HostTarget;
+use crate::backend::lab::{Format, LabTarget};
+use crate::backend::{Target, TargetError};
 use crate::cli::observe::StatsSource;
+use crate::fs::dev::spec::{DeviceSpec, MemberSpec, SpecError};
 use crate::fs::dev::{self, DevError};
 use crate::fs::options::{OptionError, Options};
-use crate::target::host::HostTarget;
-use crate::target::lab::{Format, LabTarget};
-use crate::target::{Target, TargetError};
 
 /// Which filesystem to run on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -47,7 +47,7 @@ pub struct TargetArgs {
     pub fs: FsKind,
     /// The block device labfs runs on, e.g. mem:1g, file:/tmp/lab.img,size=4g,
     /// stripe:6,su=64k,mem:1g (labfs only).
-    #[arg(long, value_name = "SPEC", default_value = "mem", long_help = crate::cli::device::DEVICE_HELP)]
+    #[arg(long, value_name = "SPEC", default_value = "mem", long_help = crate::fs::dev::spec::DEVICE_HELP)]
     pub device: DeviceSpec,
     /// labfs mount/mkfs options, comma separated: cksum=single|split, crc=crc32c|fast|soft,
     /// sync_wait=wblist|all, logbufs=N, logbsize=SIZE, agcount=N, logsize=SIZE, icache=N,

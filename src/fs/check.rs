@@ -26,8 +26,8 @@ use crate::fs::geo::Geometry;
 use crate::fs::ialloc::CHUNK_BLOCKS;
 use crate::fs::inode::{DataFork, InodeRead};
 use crate::fs::trans::Trans;
+use crate::fs::vfs::FileKind;
 use crate::fs::{alloc, bmbt, dir, ialloc};
-use crate::target::FileKind;
 
 /// What a check found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -326,7 +326,7 @@ fn dir_entries(
     dino: u64,
     parent: u64,
     r: &mut Report,
-) -> FsResult<Vec<crate::target::DirEntry>> {
+) -> FsResult<Vec<crate::fs::vfs::DirEntry>> {
     let ip = fs.iget(dino)?;
     let mut tp = Trans::reader(fs);
     let dp = tp.lock_inode_shared(ip);

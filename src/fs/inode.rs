@@ -19,7 +19,7 @@ use parking_lot::RwLock;
 use parking_lot::lock_api::RawRwLock as _;
 
 use crate::fs::format::dinode::{DinodeCore, ForkFormat};
-use crate::target::FileKind;
+use crate::fs::vfs::FileKind;
 
 /// Mode bits of a regular file (S_IFREG).
 pub const S_IFREG: u16 = 0o100000;

@@ -37,6 +37,8 @@
 //! - [`namei`]: the namespace operations (create, unlink, rename, ...).
 //! - [`mount`], [`mkfs`], [`options`]: making, mounting and configuring a filesystem.
 //! - [`stats`]: XFS-layout statistics.
+//! - [`vfs`]: the VFS-level types (file kinds, directory entries, fallocate modes) the layers
+//!   above share.
 
 pub mod alloc;
 pub mod bmap;
@@ -61,6 +63,7 @@ pub mod options;
 pub mod stats;
 pub mod trans;
 pub mod treestore;
+pub mod vfs;
 
 pub use mount::Fs;
 

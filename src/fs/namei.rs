@@ -16,7 +16,7 @@ use crate::fs::format::dinode::DinodeCore;
 use crate::fs::ialloc::{ialloc, ifree};
 use crate::fs::inode::{Inode, InodeRead, InodeWrite, S_IFDIR, S_IFREG, iflags};
 use crate::fs::trans::{InodeId, Trans};
-use crate::target::{DirEntry, FileKind};
+use crate::fs::vfs::{DirEntry, FileKind};
 
 /// Blocks reserved for a create or mkdir: a new inode chunk, directory growth and the tree
 /// splits both may cause (XFS's `XFS_CREATE_SPACE_RES`, in spirit).

@@ -6,8 +6,8 @@
 
 use std::fmt;
 
-use crate::cli::units::parse_size;
 use crate::fs::cksum::{CksumMode, CrcEngine};
+use crate::units::parse_size;
 
 /// How sync()/syncfs() find the inodes they must wait for (thread 002).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

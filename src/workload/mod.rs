@@ -1,9 +1,9 @@
 //! Workload engines: each benchmark loop written once, target-agnostic.
 //!
-//! An engine calls only [`crate::target::Target`] methods and reads time only through a
+//! An engine calls only [`crate::backend::Target`] methods and reads time only through a
 //! [`Clock`], so the same code runs against a real kernel filesystem, against labfs, and
-//! against [`crate::target::recording::RecordingTarget`] with a
-//! [`crate::target::recording::VirtualClock`] in tests. The virtual clock is what lets a test
+//! against [`crate::backend::recording::RecordingTarget`] with a
+//! [`crate::backend::recording::VirtualClock`] in tests. The virtual clock is what lets a test
 //! pin *which* phase of a workload lands in *which* output column: every recorded call
 //! advances virtual time by a cost the test chose, so each column's figure is predictable.
 //!
@@ -13,7 +13,7 @@ pub mod fsmark;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::target::recording::VirtualClock;
+use crate::backend::recording::VirtualClock;
 
 /// Wall-clock time as `gettimeofday(2)` reports it: seconds and microseconds since the epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -29,7 +29,7 @@ use crate::fs::inode::{DELALLOC, Extent, Inode, InodeRead, InodeWrite, iflags};
 use crate::fs::options::SyncWait;
 use crate::fs::stats::{Stat, Stat64};
 use crate::fs::trans::{InodeId, Trans};
-use crate::target::FallocMode;
+use crate::fs::vfs::FallocMode;
 
 /// Largest file labfs allows (2^43 bytes, well inside the 54-bit block offsets).
 pub const MAX_FILE_SIZE: u64 = 1 << 43;

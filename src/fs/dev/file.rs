@@ -22,8 +22,8 @@ use std::io;
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::cli::device::format_size_iec;
 use crate::fs::dev::{BlockDev, DevError, IoReq, MIN_DEVICE_SIZE, SECTOR_SIZE, check_io};
+use crate::units::format_size_iec;
 
 /// Alignment of `O_DIRECT` bounce buffers: a page, which satisfies every logical block size.
 const DIRECT_ALIGN: usize = 4096;

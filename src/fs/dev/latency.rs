@@ -42,8 +42,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::cli::device::{format_duration_spec, format_size_iec};
 use crate::fs::dev::{BlockDev, DevError, IoReq, check_io};
+use crate::units::{format_duration_spec, format_size_iec};
 
 /// How long before a deadline [`wait_until`] stops sleeping and starts spinning: about the
 /// 99th-percentile lateness of a sleep once the timer slack is 1 µs.

@@ -39,8 +39,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::cli::device::format_size_iec;
 use crate::fs::dev::{BlockDev, DevError, IoReq, MIN_DEVICE_SIZE, SECTOR_SIZE, check_io};
+use crate::units::format_size_iec;
 
 /// Bytes per page: the unit of allocation and of undo copies.
 pub const PAGE_SIZE: usize = 4096;

@@ -16,7 +16,7 @@
 //! - Offsets and lengths are multiples of 512; anything else is a [`DevError::Misaligned`],
 //!   anything past the end a [`DevError::OutOfRange`]. Errors name the device and the request.
 //!
-//! The devices (selected by a `--device` spec, see [`crate::cli::device`]):
+//! The devices (selected by a `--device` spec, see [`crate::fs::dev::spec`]):
 //!
 //! - [`mem::MemDev`] (`mem:SIZE`, the default): sparse 4 KiB pages behind a lock-free page
 //!   table, with a volatile write cache modelled as an undo set, so [`mem::MemDev::crash`]
@@ -35,6 +35,7 @@ pub mod fault;
 pub mod file;
 pub mod latency;
 pub mod mem;
+pub mod spec;
 pub mod stripe;
 
 use std::fmt;
@@ -44,7 +45,7 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
-use crate::cli::device::{DeviceSpec, FileSpec, MemSpec, MemberSpec};
+use crate::fs::dev::spec::{DeviceSpec, FileSpec, MemSpec, MemberSpec};
 
 pub use fault::FaultDev;
 pub use file::FileDev;

@@ -20,9 +20,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::cli::device::format_size_iec;
 use crate::fs::dev::latency::{LatencyParams, QueueModel, wait_until};
 use crate::fs::dev::{BlockDev, DevError, IoReq, SECTOR_SIZE, check_io};
+use crate::units::format_size_iec;
 
 /// One member: a device and the parameters of its queue model.
 pub struct StripeMember {

@@ -20,7 +20,7 @@ use crate::fs::format::endian::{get_u32, put_u32};
 use crate::fs::format::{BLOCK_SIZE, BlockKind};
 use crate::fs::inode::DataFork;
 use crate::fs::trans::{InodeId, Trans};
-use crate::target::{DirEntry, FileKind};
+use crate::fs::vfs::{DirEntry, FileKind};
 
 use crate::fs::btree::BufId;
 

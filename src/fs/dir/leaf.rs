@@ -35,7 +35,7 @@ use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::endian::{get_u16, get_u32, put_u16, put_u32};
 use crate::fs::format::{BLOCK_SIZE, BlockKind};
 use crate::fs::trans::{InodeId, Trans};
-use crate::target::DirEntry;
+use crate::fs::vfs::DirEntry;
 
 use crate::fs::btree::BufId;
 

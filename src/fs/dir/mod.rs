@@ -105,7 +105,7 @@ use crate::fs::format::{BLOCK_SHIFT, BLOCK_SIZE, BlockKind, Daddr, Magic, NAME_M
 use crate::fs::inode::{DataFork, Extent};
 use crate::fs::stats::Stat;
 use crate::fs::trans::{InodeId, Trans};
-use crate::target::{DirEntry, FileKind};
+use crate::fs::vfs::{DirEntry, FileKind};
 
 pub use hash::hashname;
 

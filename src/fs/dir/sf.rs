@@ -21,7 +21,7 @@
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::BlockKind;
 use crate::fs::format::endian::{get_u16, get_u64, put_u16, put_u64};
-use crate::target::FileKind;
+use crate::fs::vfs::FileKind;
 
 /// Header bytes.
 pub const HDR: usize = 10;

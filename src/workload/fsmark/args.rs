@@ -25,7 +25,7 @@ use super::config::{
 };
 use crate::cli::observe::ObserveArgs;
 use crate::cli::target_args::TargetArgs;
-use crate::cli::units::parse_size;
+use crate::units::parse_size;
 
 const AFTER_HELP: &str = "\
 Sync methods (-S):

@@ -27,7 +27,7 @@ use super::config::Config;
 use super::error::FsmarkError;
 use super::metrics::{LatencySet, LoopStats, Summary};
 use super::worker::{WorkerEnv, WorkerError, WorkerOutput, run_worker};
-use crate::target::{Errno, FsStat, OpenFlags, Target};
+use crate::backend::{Errno, FsStat, OpenFlags, Target};
 use crate::workload::{Clock, WallTime};
 
 /// What the engine runs on.
@@ -193,7 +193,7 @@ fn preflight(target: &dyn Target, config: &Config) -> Result<(), FsmarkError> {
         let st = target
             .stat(dir)
             .map_err(|e| FsmarkError::call("stat", dir, e))?;
-        if st.kind != crate::target::FileKind::Dir {
+        if st.kind != crate::backend::FileKind::Dir {
             return Err(FsmarkError::NotADirectory(dir.display().to_string()));
         }
         let probe = dir.join(&probe_name);

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use thiserror::Error;
 
-use crate::target::{Errno, TargetError};
+use crate::backend::{Errno, TargetError};
 
 /// A run failure (as opposed to a refused command line, [`super::ConfigError`]).
 #[derive(Debug, Error)]

@@ -1,4 +1,4 @@
-//! The fs_mark 3.3 workload, written once and generic over the [`crate::target::Target`] it
+//! The fs_mark 3.3 workload, written once and generic over the [`crate::backend::Target`] it
 //! runs on.
 //!
 //! fs_mark measures how fast a filesystem creates small files: each thread creates `-n` files

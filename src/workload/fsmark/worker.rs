@@ -29,7 +29,7 @@ use super::config::Config;
 use super::error::FsmarkError;
 use super::metrics::{LatencySet, SyscallKind, ThreadTimings};
 use super::naming::{NameLayout, Random, SubdirChooser, push_subdir_name};
-use crate::target::{Errno, Fd, OpenFlags, Target};
+use crate::backend::{Errno, Fd, OpenFlags, Target};
 use crate::workload::Clock;
 
 /// Mode fs_mark creates files and directories with (before the umask).

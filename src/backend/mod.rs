@@ -19,6 +19,8 @@ use std::path::Path;
 
 pub use nix::errno::Errno;
 
+pub use crate::fs::vfs::{DirEntry, FallocMode, FileKind};
+
 /// Result of a target call.
 pub type Result<T> = std::result::Result<T, TargetError>;
 
@@ -143,19 +145,6 @@ impl OpenFlags {
     }
 }
 
-/// Kind of a directory entry or inode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FileKind {
-    /// Regular file.
-    File,
-    /// Directory.
-    Dir,
-    /// Symbolic link.
-    Symlink,
-    /// Anything else (device, fifo, socket).
-    Other,
-}
-
 /// What `stat(2)` returns, in the units the kernel uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStat {
@@ -202,31 +191,6 @@ pub struct FsStat {
     pub ffree: u64,
     /// Longest name (f_namelen).
     pub namelen: u64,
-}
-
-/// One directory entry as readdir returns it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirEntry {
-    /// Entry name (bytes; need not be UTF-8).
-    pub name: Vec<u8>,
-    /// Inode number.
-    pub ino: u64,
-    /// Kind, when the filesystem records it (ftype).
-    pub kind: FileKind,
-}
-
-/// `fallocate(2)` modes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FallocMode {
-    /// Allocate and extend the size (mode 0).
-    #[default]
-    Allocate,
-    /// Allocate without changing the size (FALLOC_FL_KEEP_SIZE).
-    KeepSize,
-    /// Deallocate a range, keeping the size (FALLOC_FL_PUNCH_HOLE|FALLOC_FL_KEEP_SIZE).
-    PunchHole,
-    /// Zero a range (FALLOC_FL_ZERO_RANGE).
-    ZeroRange,
 }
 
 /// The VFS-like surface a workload runs against.

@@ -22,7 +22,7 @@
 //!   member; latency options belong to a member and come after it, because each member has
 //!   its own queue (that is what makes a write split over members finish with the slowest).
 //! - In a PATH, write a comma as `\,` and a backslash as `\\`.
-//! - Sizes, durations and rates use [`crate::cli::units`]: binary multiples (`64k` = 65536),
+//! - Sizes, durations and rates use [`crate::units`]: binary multiples (`64k` = 65536),
 //!   a bare duration is microseconds, a rate is bytes per second (`2g` = 2 GiB/s).
 //!   Sizes must be multiples of 512; devices must hold at least one 4 KiB block.
 //!
@@ -45,13 +45,15 @@
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::cli::units::{UnitError, parse_duration, parse_rate, parse_size};
 use crate::fs::dev::mem::MAX_MEM_SIZE;
 use crate::fs::dev::{LatencyParams, MIN_DEVICE_SIZE, SECTOR_SIZE};
+use crate::units::{
+    UnitError, format_duration_spec, format_size_iec, format_size_spec, parse_duration, parse_rate,
+    parse_size,
+};
 
 /// Size of `mem` when the spec gives none.
 pub const DEFAULT_MEM_SIZE: u64 = 1 << 30;
@@ -751,44 +753,6 @@ impl FromStr for DeviceSpec {
     }
 }
 
-/// A size in the spec's canonical spelling: the largest binary unit that divides it exactly
-/// (`1g`, `64k`, `1536`).
-pub fn format_size_spec(bytes: u64) -> String {
-    for (shift, unit) in [(50, "p"), (40, "t"), (30, "g"), (20, "m"), (10, "k")] {
-        if bytes != 0 && bytes % (1u64 << shift) == 0 {
-            return format!("{}{unit}", bytes >> shift);
-        }
-    }
-    bytes.to_string()
-}
-
-/// A size for people: the largest IEC unit that divides it exactly (`1GiB`, `1536B`).
-pub fn format_size_iec(bytes: u64) -> String {
-    for (shift, unit) in [
-        (50, "PiB"),
-        (40, "TiB"),
-        (30, "GiB"),
-        (20, "MiB"),
-        (10, "KiB"),
-    ] {
-        if bytes != 0 && bytes % (1u64 << shift) == 0 {
-            return format!("{}{unit}", bytes >> shift);
-        }
-    }
-    format!("{bytes}B")
-}
-
-/// A duration in the largest unit that holds it exactly (`20us`, `1500us`, `2s`, `250ns`).
-pub fn format_duration_spec(d: Duration) -> String {
-    let ns = d.as_nanos();
-    for (per, unit) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
-        if ns != 0 && ns % per == 0 {
-            return format!("{}{unit}", ns / per);
-        }
-    }
-    format!("{ns}ns")
-}
-
 /// Write the latency options (only those set) as `,lat=..,bw=..,flush=..`.
 fn write_latency(f: &mut fmt::Formatter<'_>, l: &LatencyParams) -> fmt::Result {
     if !l.lat.is_zero() {
@@ -876,26 +840,6 @@ impl fmt::Display for DeviceSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn size_spec_uses_largest_exact_unit() {
-        assert_eq!(format_size_spec(1 << 30), "1g");
-        assert_eq!(format_size_spec(64 << 10), "64k");
-        assert_eq!(format_size_spec(1536), "1536");
-        assert_eq!(format_size_spec(3 << 29), "1536m");
-        assert_eq!(format_size_spec(0), "0");
-        assert_eq!(format_size_iec(1 << 30), "1GiB");
-        assert_eq!(format_size_iec(512), "512B");
-    }
-
-    #[test]
-    fn duration_spec_uses_largest_exact_unit() {
-        assert_eq!(format_duration_spec(Duration::from_micros(20)), "20us");
-        assert_eq!(format_duration_spec(Duration::from_micros(1500)), "1500us");
-        assert_eq!(format_duration_spec(Duration::from_secs(2)), "2s");
-        assert_eq!(format_duration_spec(Duration::from_nanos(250)), "250ns");
-        assert_eq!(format_duration_spec(Duration::ZERO), "0ns");
-    }
 
     #[test]
     fn escapes_resolve_in_items() {

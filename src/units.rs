@@ -1,5 +1,9 @@
-//! Parsers for the sizes, durations and rates users type: `4k`, `1GiB`, `20us`, `2g` (per
-//! second). Each returns a one-line error naming what it could not read.
+//! Sizes, durations and rates as users type them (`4k`, `1GiB`, `20us`, `2g` per second) and
+//! as fslab prints them back. Each parser returns a one-line error naming what it could not
+//! read.
+//!
+//! This is a foundation module: labfs (device sizes, `-o` values) and every layer above it use
+//! it, and it imports nothing from the crate.
 //!
 //! Sizes use binary multiples (`k` = 1024) whatever the spelling (`k`, `K`, `KiB`, `kb`), the
 //! way storage people use them on command lines; fio's `kb_base` rules live with the fio job
@@ -100,6 +104,44 @@ pub fn parse_rate(s: &str) -> Result<u64, UnitError> {
     parse_size(t)
 }
 
+/// A size in the spec's canonical spelling: the largest binary unit that divides it exactly
+/// (`1g`, `64k`, `1536`).
+pub fn format_size_spec(bytes: u64) -> String {
+    for (shift, unit) in [(50, "p"), (40, "t"), (30, "g"), (20, "m"), (10, "k")] {
+        if bytes != 0 && bytes % (1u64 << shift) == 0 {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
+}
+
+/// A size for people: the largest IEC unit that divides it exactly (`1GiB`, `1536B`).
+pub fn format_size_iec(bytes: u64) -> String {
+    for (shift, unit) in [
+        (50, "PiB"),
+        (40, "TiB"),
+        (30, "GiB"),
+        (20, "MiB"),
+        (10, "KiB"),
+    ] {
+        if bytes != 0 && bytes % (1u64 << shift) == 0 {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes}B")
+}
+
+/// A duration in the largest unit that holds it exactly (`20us`, `1500us`, `2s`, `250ns`).
+pub fn format_duration_spec(d: Duration) -> String {
+    let ns = d.as_nanos();
+    for (per, unit) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
+        if ns != 0 && ns % per == 0 {
+            return format!("{}{unit}", ns / per);
+        }
+    }
+    format!("{ns}ns")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,5 +182,25 @@ mod tests {
     fn rates_accept_per_second_suffix() {
         assert_eq!(parse_rate("2g").unwrap(), 2 << 30);
         assert_eq!(parse_rate("500m/s").unwrap(), 500 << 20);
+    }
+
+    #[test]
+    fn size_spec_uses_largest_exact_unit() {
+        assert_eq!(format_size_spec(1 << 30), "1g");
+        assert_eq!(format_size_spec(64 << 10), "64k");
+        assert_eq!(format_size_spec(1536), "1536");
+        assert_eq!(format_size_spec(3 << 29), "1536m");
+        assert_eq!(format_size_spec(0), "0");
+        assert_eq!(format_size_iec(1 << 30), "1GiB");
+        assert_eq!(format_size_iec(512), "512B");
+    }
+
+    #[test]
+    fn duration_spec_uses_largest_exact_unit() {
+        assert_eq!(format_duration_spec(Duration::from_micros(20)), "20us");
+        assert_eq!(format_duration_spec(Duration::from_micros(1500)), "1500us");
+        assert_eq!(format_duration_spec(Duration::from_secs(2)), "2s");
+        assert_eq!(format_duration_spec(Duration::from_nanos(250)), "250ns");
+        assert_eq!(format_duration_spec(Duration::ZERO), "0ns");
     }
 }
