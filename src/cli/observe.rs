@@ -41,9 +41,10 @@ pub struct ObserveArgs {
     /// Trace format: `ftrace` (the /sys/kernel/tracing/trace text) or `json` (one object per line).
     #[arg(long, value_name = "FORMAT", default_value = "ftrace", value_parser = parse_format)]
     pub trace_format: TraceFormat,
-    /// Keep an ilog2 histogram of an event field, e.g. `crc32c.len` or `crc32c.len/site`
-    /// (grouped); printed to stderr at the end. Repeatable.
-    #[arg(long, value_name = "EVENT.FIELD[/GROUP]", value_parser = parse_hist)]
+    /// Keep an ilog2 histogram of an event field, e.g. `crc32c.len`, `crc32c.len/site`
+    /// (grouped) or `crc32c.len/site,mode` (one per combination); printed to stderr at the
+    /// end. Repeatable.
+    #[arg(long, value_name = "EVENT.FIELD[/GROUP[,GROUP]]", value_parser = parse_hist)]
     pub trace_hist: Vec<HistSpec>,
     /// Trace records kept per thread (oldest overwritten, as ftrace's ring buffer).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_RING_ENTRIES)]
