@@ -8,7 +8,9 @@
 //! advances virtual time by a cost the test chose, so each column's figure is predictable.
 //!
 //! - [`fsmark`]: the fs_mark 3.3 loop (create/write/fsync/close files, sync phases, unlink).
+//! - [`csum`]: csumhist's checksum-size histograms, the oltp mix, and the CRC engine bench.
 
+pub mod csum;
 pub mod fsmark;
 
 use std::time::{SystemTime, UNIX_EPOCH};
