@@ -9,11 +9,14 @@
 //! - [`report`]: output layers, one per format users already parse.
 //! - [`trace`]: tracepoints and their sinks (ftrace text, JSON lines, counts, histograms).
 //! - [`fs`]: labfs, the XFS-modelled reference filesystem, and its XFS-layout statistics.
+//! - [`units`], [`rng`]: foundation modules below everything (size/duration parsing and
+//!   printing; the one seeded random generator).
 
 pub mod backend;
 pub mod cli;
 pub mod fs;
 pub mod report;
+pub mod rng;
 pub mod trace;
 pub mod units;
 pub mod workload;

@@ -61,6 +61,8 @@ pub mod mount;
 pub mod namei;
 pub mod options;
 pub mod stats;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod trans;
 pub mod treestore;
 pub mod vfs;
