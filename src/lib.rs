@@ -1,6 +1,8 @@
 //! fslab: reproducible filesystem-performance experiments.
 //!
-//! Module map (see `../shared/DESIGN.md` for the whole picture):
+//! Module map. The design is written up in the repository's `docs/` folder: `architecture.md`
+//! (layers and data flow), `format.md` (labfs on disk, byte by byte), `locking.md`,
+//! `invariants.md` (and their test oracles), `tools.md`.
 //!
 //! - [`cli`]: flags every binary shares, unit parsers, exit codes.
 //! - [`backend`]: the [`backend::Target`] trait, the VFS-like surface a workload sees, and its

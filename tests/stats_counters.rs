@@ -11,7 +11,7 @@ use fslab::fs::stats::{
     BTREE_FIELDS, BtreeLine, NUM_U32, NUM_U64, Stat, Stat64, StatFile, XfsStats,
 };
 
-/// The 6.14–6.19 `/proc/fs/xfs/stat` layout: line names and field counts (xfs.md §1.2).
+/// The 6.14–6.19 `/proc/fs/xfs/stat` layout: line names and field counts (`fs/xfs/xfs_stats.c`).
 const KERNEL_LAYOUT: [(&str, usize); 31] = [
     ("extent_alloc", 4),
     ("abt", 4),
