@@ -1,7 +1,9 @@
 //! labfs: a journaling filesystem modelled on XFS, in userspace.
 //!
-//! See `../shared/DESIGN.md` §3 and `../shared/LABFS.md` for the design: how a metadata change
-//! travels (transaction → commit → write-back), the invariants, and the test oracles.
+//! The design is written up in the repository's `docs/` folder: `architecture.md` (how a
+//! metadata change travels: transaction → commit → write-back), `format.md` (every on-disk
+//! structure, byte by byte), `locking.md` (the order below, explained) and `invariants.md`
+//! (what must always hold, and the test oracle for each).
 //!
 //! ## Lock order
 //! Locks are taken in this order and never against it (a thread holding a later lock never
@@ -61,6 +63,8 @@ pub mod mount;
 pub mod namei;
 pub mod options;
 pub mod stats;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod trans;
 pub mod treestore;
 pub mod vfs;
