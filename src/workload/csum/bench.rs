@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use super::counters::{CpuCounters, OpenFailure, Readings};
 use crate::fs::cksum::{CpuFeatures, CrcEngine, EnginePath};
+use crate::rng::SplitMix64;
 
 /// One buffer size to measure, with what it is when it is a structure's size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +37,9 @@ pub struct BenchSize {
     pub label: Option<&'static str>,
 }
 
-/// Sizes labfs checksums, with what they are (`../shared/reference/xfs.md` §2.8, §4.2).
+/// Sizes labfs checksums, with what they are: the structures and CRC offsets of
+/// `docs/format.md`, and the journal's pieces as XFS lays them out (a 328-byte record header
+/// with its CRC at 32, 260-byte extended headers, iclogs of `logbsize` bytes).
 pub const STRUCTURE_SIZES: [(usize, &str); 14] = [
     (4, "dir data/free block head"),
     (12, "dir leaf/node block head"),
@@ -210,17 +213,11 @@ fn calibrate(engines: &[CrcEngine], data: &[u8], target: Duration) -> u64 {
     }
 }
 
-/// Deterministic bytes that are not all alike (xorshift).
+/// The same pseudo-random bytes on every run.
 fn random_bytes(n: usize) -> Vec<u8> {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    let mut buf = vec![0u8; n];
+    SplitMix64::new(0x0c5c_0004).fill(&mut buf);
+    buf
 }
 
 /// Run the bench. `progress(done, total)` is called after each size.

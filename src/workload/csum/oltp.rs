@@ -13,8 +13,8 @@
 //!    commit); after every `temp_every` writes, create a temporary file, write `temp_size`
 //!    bytes, fsync, close and unlink it.
 //!
-//! The random sequence is the C library's `random()` ([`Random`]) from a fixed seed, so two
-//! runs (one per checksum mode) do exactly the same operations.
+//! The random sequence is [`SplitMix64`] from a fixed seed, so two runs (one per checksum
+//! mode) do exactly the same operations.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use thiserror::Error;
 
 use crate::backend::{Access, Errno, Fd, OpenFlags, Target, TargetError, mkdir_parents};
-use crate::workload::fsmark::naming::Random;
+use crate::rng::SplitMix64;
 
 /// Largest number of data files.
 pub const MAX_FILES: u32 = 1024;
@@ -47,7 +47,7 @@ pub struct OltpConfig {
     /// Bytes written to each temporary file.
     pub temp_size: u64,
     /// Seed of the random sequence.
-    pub seed: u32,
+    pub seed: u64,
 }
 
 impl Default for OltpConfig {
@@ -219,12 +219,10 @@ fn write_all(
     Ok(())
 }
 
-/// Bytes that are not all zero (so nothing could mistake them for holes), varying per write.
+/// Bytes that are not all zero (so nothing could mistake them for holes), different for
+/// every `stamp`.
 fn fill(buf: &mut [u8], stamp: u64) {
-    for (i, chunk) in buf.chunks_mut(8).enumerate() {
-        let v = (stamp ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).to_le_bytes();
-        chunk.copy_from_slice(&v[..chunk.len()]);
-    }
+    SplitMix64::new(stamp).fill(buf);
 }
 
 /// Create the directory and the data files, written in full and fsync'd.
@@ -300,7 +298,7 @@ fn run_open(
     interrupt: Option<&AtomicBool>,
     progress: &AtomicU64,
 ) -> Result<OltpOutcome, OltpError> {
-    let mut rng = Random::new(cfg.seed);
+    let mut rng = SplitMix64::new(cfg.seed);
     let mut page = vec![0u8; cfg.write_size as usize];
     let mut temp = vec![0u8; cfg.temp_size as usize];
     let pages = cfg.file_size / cfg.write_size;
@@ -310,8 +308,8 @@ fn run_open(
             out.interrupted = true;
             break;
         }
-        let file = (rng.next_value() % cfg.files) as usize;
-        let offset = u64::from(rng.next_value()) % pages * cfg.write_size;
+        let file = rng.index(cfg.files as usize);
+        let offset = rng.below(pages) * cfg.write_size;
         fill(&mut page, n);
         write_all(target, fds[file], &paths[file], &page, offset)?;
         out.writes += 1;
@@ -426,7 +424,7 @@ mod tests {
 
     #[test]
     fn the_same_seed_makes_the_same_writes() {
-        let offsets = |seed: u32| {
+        let offsets = |seed: u64| {
             let target = RecordingTarget::in_memory(1 << 30);
             let cfg = OltpConfig { seed, ..small() };
             prepare(&target, &cfg).expect("prepare");
