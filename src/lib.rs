@@ -8,12 +8,15 @@
 //! - [`workload`]: the workload engines (fs_mark loop, ...), written once, target-agnostic.
 //! - [`report`]: output layers, one per format users already parse.
 //! - [`trace`]: tracepoints and their sinks (ftrace text, JSON lines, counts, histograms).
+//! - [`testing`]: test doubles (recording and in-memory targets, a virtual clock); production
+//!   code never imports them.
 //! - [`fs`]: labfs, the XFS-modelled reference filesystem, and its XFS-layout statistics.
 
 pub mod backend;
 pub mod cli;
 pub mod fs;
 pub mod report;
+pub mod testing;
 pub mod trace;
 pub mod units;
 pub mod workload;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use fslab::backend::recording::{Call, Op, Record, RecordingTarget, VirtualClock};
+use fslab::testing::{Call, Op, Record, RecordingTarget, VirtualClock};
 use fslab::workload::fsmark::{
     self, Config, FsmarkArgs, FsmarkError, LoopReport, MinAvgMax, Observer, RunEnd, RunEnv,
     RunOutcome, RunStart,

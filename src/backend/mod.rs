@@ -12,7 +12,6 @@
 
 pub mod host;
 pub mod lab;
-pub mod recording;
 
 use std::fmt;
 use std::path::Path;
