@@ -8,10 +8,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use fslab::cli::fsmark::FsmarkArgs;
 use fslab::testing::{Call, Op, Record, RecordingTarget, VirtualClock};
 use fslab::workload::fsmark::{
-    self, Config, FsmarkArgs, FsmarkError, LoopReport, MinAvgMax, Observer, RunEnd, RunEnv,
-    RunOutcome, RunStart,
+    self, Config, FsmarkError, LoopReport, MinAvgMax, Reporter, RunEnd, RunEnv, RunOutcome,
+    RunStart,
 };
 
 use clap::Parser;
@@ -22,7 +23,7 @@ struct Collect {
     rows: Vec<LoopReport>,
 }
 
-impl Observer for Collect {
+impl Reporter for Collect {
     fn run_started(&mut self, _: &RunStart<'_>) -> std::io::Result<()> {
         self.headers += 1;
         Ok(())

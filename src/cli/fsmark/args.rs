@@ -1,4 +1,5 @@
-//! fs_mark's command line, as a clap parser the binary (and later, other front ends) use.
+//! fs_mark's command line, as a clap parser, validated into the engine's [`Config`] and the
+//! report's [`ReportOptions`].
 //!
 //! The short options are fs_mark's (`-h -k -F -v -S -D -N -d -l -L -n -p -r -s -t -w`), with
 //! values attached or separate (`-S4`, `-S 4`) and the last of a repeated option winning, as
@@ -17,15 +18,17 @@
 
 use std::path::PathBuf;
 
-use clap::{ArgAction, CommandFactory, Parser};
+use clap::{ArgAction, Parser};
 
-use super::config::{
+use crate::cli::backend_args::BackendArgs;
+use crate::cli::observe::ObserveArgs;
+use crate::cli::tool::SharedArgs;
+use crate::report::fsmark::ReportOptions;
+use crate::units::parse_size;
+use crate::workload::fsmark::config::{
     Config, ConfigError, DEFAULT_LOG_FILE, MAX_FILES, MAX_IO_SIZE, MAX_NAME_LEN, MAX_THREADS,
     SECS_PER_SUBDIR, SubdirPolicy, SyncMethod,
 };
-use crate::cli::observe::ObserveArgs;
-use crate::cli::target_args::TargetArgs;
-use crate::units::parse_size;
 
 const AFTER_HELP: &str = "\
 Sync methods (-S):
@@ -163,42 +166,21 @@ pub struct FsmarkArgs {
 
     /// Which filesystem the run uses (labfs by default).
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub backend: BackendArgs,
 
     /// Tracing and XFS statistics.
     #[command(flatten)]
     pub observe: ObserveArgs,
 }
 
-/// One line for a command-line error: clap's first line, with options named the way fs_mark
-/// users type them (`-n`, not `--num-files <NUM>`), without clap's `error: ` prefix.
-pub fn usage_error_line(err: &clap::Error) -> String {
-    let text = err.to_string();
-    let first = text.lines().next().unwrap_or("bad command line");
-    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
-    for arg in FsmarkArgs::command().get_arguments() {
-        if let (Some(short), Some(long)) = (arg.get_short(), arg.get_long()) {
-            if let Some(names) = arg.get_value_names() {
-                let shown: Vec<String> = names.iter().map(|n| format!("<{n}>")).collect();
-                let clap_form = format!("--{long} {}", shown.join(" "));
-                line = line.replace(&clap_form, &format!("-{short}"));
-            }
-        }
+impl SharedArgs for FsmarkArgs {
+    fn backend(&self) -> &BackendArgs {
+        &self.backend
     }
-    line
-}
 
-/// How the run is reported (everything in the arguments that is not the engine's business).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReportOptions {
-    /// `-v`.
-    pub verbose: bool,
-    /// `-l`.
-    pub log_file: PathBuf,
-    /// `--json`.
-    pub json: Option<PathBuf>,
-    /// `--latency`.
-    pub latency_table: bool,
+    fn observe(&self) -> &ObserveArgs {
+        &self.observe
+    }
 }
 
 impl FsmarkArgs {
@@ -420,6 +402,7 @@ mod tests {
 
     #[test]
     fn garbage_numbers_are_refused_naming_the_option() {
+        let usage_error_line = crate::cli::tool::usage_error_line::<FsmarkArgs>;
         let e = FsmarkArgs::try_parse_from(["fsmark", "-d", "a", "-n", "abc"]).unwrap_err();
         let line = usage_error_line(&e);
         assert!(line.starts_with("invalid value 'abc' for '-n'"), "{line}");
