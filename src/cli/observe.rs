@@ -22,10 +22,11 @@ use crate::backend::open::StatsSource;
 use crate::fs::stats::decode::{StatDiff, StatFile};
 use crate::fs::stats::host::{HostStatsError, clear_host_stats, read_host_stats};
 use crate::report::output::{OutputError, OutputFile};
+use crate::trace::TraceError;
+use crate::trace::registry::{self, EventSet};
 use crate::trace::session::{
     DEFAULT_RING_ENTRIES, HistSpec, Session, TraceConfig, TraceFormat, TraceSummary,
 };
-use crate::trace::{TraceError, registry};
 
 /// Observability flags, flattened into each binary's arguments.
 #[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
@@ -95,6 +96,23 @@ impl ObserveArgs {
         self.trace.as_deref() == Some("list")
     }
 
+    /// Check how the flags combine: refuse what would be silently ignored or clamped.
+    pub fn validate(&self) -> Result<(), ObserveArgsError> {
+        if self.trace_out.is_some() && self.trace.is_none() {
+            return Err(ObserveArgsError::TraceOutWithoutTrace);
+        }
+        if let Some(events) = &self.trace {
+            let set = EventSet::parse(events).map_err(ObserveArgsError::Events)?;
+            if set.is_empty() {
+                return Err(ObserveArgsError::NoEvents(events.clone()));
+            }
+        }
+        if self.trace_buffer == 0 {
+            return Err(ObserveArgsError::EmptyRing);
+        }
+        Ok(())
+    }
+
     /// Create the files these flags write (`--stats-out`, `--trace-out`), before the run.
     pub fn open_outputs(&self) -> Result<ObserveOutputs, OutputError> {
         let open = |what, path: &Option<PathBuf>| {
@@ -147,6 +165,23 @@ pub fn decode_files(files: &[PathBuf]) -> Result<String, ObserveError> {
 /// The event catalogue, for `--trace list`.
 pub fn event_list() -> String {
     registry::render_list()
+}
+
+/// The observability flags do not make sense as given (a usage error).
+#[derive(Debug, Error)]
+pub enum ObserveArgsError {
+    /// `--trace-out` without `--trace`: there would be nothing to write.
+    #[error("--trace-out needs --trace EVENTS (the events to write; --trace list shows them)")]
+    TraceOutWithoutTrace,
+    /// `--trace` names an event that does not exist.
+    #[error("--trace: {0}")]
+    Events(TraceError),
+    /// `--trace` selects no event (`""`, `",,,"`, only exclusions).
+    #[error("--trace '{0}' selects no events (--trace list shows them)")]
+    NoEvents(String),
+    /// `--trace-buffer 0`.
+    #[error("--trace-buffer 0: the trace ring needs at least 1 entry per thread")]
+    EmptyRing,
 }
 
 /// Something the observability layer could not do.
@@ -230,7 +265,7 @@ impl Observer {
                 events,
                 format: args.trace_format,
                 out: None,
-                ring_entries_per_thread: args.trace_buffer.max(1),
+                ring_entries_per_thread: args.trace_buffer,
                 histograms: args.trace_hist.clone(),
             };
             obs.session = Some(match outputs.trace_out {

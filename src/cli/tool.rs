@@ -9,8 +9,8 @@
 //!    refused command line is one line `NAME: ...` on stderr and exit 2.
 //! 2. **Early exits** of the shared flags: `--trace list` prints the event catalogue,
 //!    `--stats-decode FILE [FILE]` decodes snapshots; neither touches a filesystem.
-//! 3. **Validate**: the shared flags ([`BackendArgs::to_config`]) and the command's own
-//!    ([`Command::new`]), each refusal one line and exit 2.
+//! 3. **Validate**: the shared flags ([`ObserveArgs::validate`], [`BackendArgs::to_config`])
+//!    and the command's own ([`Command::new`]), each refusal one line and exit 2.
 //! 4. **Create the output files** (`--stats-out`, `--trace-out`, then the command's own,
 //!    [`Command::open_outputs`]) before any work: a bad path is one line and exit 1.
 //! 5. **Open the backend** (`--fs`, `--device`, `-o`, `--mkfs`; labfs is made and mounted)
@@ -128,7 +128,9 @@ use thiserror::Error;
 use super::ExitStatus;
 use super::backend_args::{BackendArgs, BackendArgsError};
 use super::interrupt;
-use super::observe::{ObserveArgs, ObserveError, Observer, decode_files, event_list};
+use super::observe::{
+    ObserveArgs, ObserveArgsError, ObserveError, Observer, decode_files, event_list,
+};
 use crate::backend::TargetError;
 use crate::backend::open::{OpenError, OpenedBackend, ParentsError, open};
 use crate::report::output::OutputError;
@@ -202,6 +204,9 @@ pub enum Outcome {
 /// Something that ended or spoiled a run, at any stage of the pipeline.
 #[derive(Debug, Error)]
 pub enum ToolError<U: std::error::Error, R: std::error::Error> {
+    /// The observability flags do not combine (usage).
+    #[error(transparent)]
+    ObserveArgs(ObserveArgsError),
     /// The backend flags do not combine (usage).
     #[error(transparent)]
     BackendArgs(BackendArgsError),
@@ -232,7 +237,9 @@ impl<U: std::error::Error, R: std::error::Error> ToolError<U, R> {
     /// The exit status this failure calls for.
     pub fn exit_status(&self) -> ExitStatus {
         match self {
-            ToolError::BackendArgs(_) | ToolError::Usage(_) => ExitStatus::Usage,
+            ToolError::ObserveArgs(_) | ToolError::BackendArgs(_) | ToolError::Usage(_) => {
+                ExitStatus::Usage
+            }
             ToolError::Output(_)
             | ToolError::Open(_)
             | ToolError::Parents(_)
@@ -358,6 +365,9 @@ pub fn execute<C: Command>(args: C::Args, argv: Vec<String>) -> Ended<C::UsageEr
             }
             Err(e) => Ended::failed(ToolError::Observe(e)),
         };
+    }
+    if let Err(e) = observe.validate() {
+        return Ended::failed(ToolError::ObserveArgs(e));
     }
     let backend_config = match args.backend().to_config() {
         Ok(c) => c,

@@ -10,6 +10,10 @@
 //!   binary size suffixes (`4k`);
 //! - `-n 0`, `-w 0`, `-r` over 128 and `-N` without `-D` are refused (fs_mark divides by zero,
 //!   loops forever, overflows a buffer, or silently uses a directory named `00`);
+//! - `-t 0` is refused (fs_mark quietly runs one thread per directory), and so are names it
+//!   cannot make sensibly: `-r` over `-p` (its header then counts negative time-stamp bytes)
+//!   and `-r 0` (every name made in the same second is the same: files are silently reused
+//!   and the unlink pass fails);
 //! - more than 64 `-d` is refused at 65, not 66; `-d` paths have no length limit;
 //! - `-h` prints help to stdout and exits 0 (fs_mark: usage to stderr, exit 1); usage errors
 //!   exit 2, run failures 1.
@@ -61,7 +65,9 @@ stderr; --trace records tracepoints (--trace list shows them).
 
 -F stops cleanly with the summary once the free-space check fails (fs_mark exits with an
 error there). Differences from fs_mark: -h/--help exit 0 (fs_mark exits 1); garbage numbers,
--n 0, -w 0 and -N without -D are refused; usage errors exit 2, run failures exit 1.";
+-n 0, -w 0, -t 0, -r 0, -r over -p and -N without -D are refused; usage errors exit 2, run
+failures exit 1. Ctrl-C stops after the file in hand, unlinks what the iteration made (unless
+files are kept) and prints that iteration's row and the summary; a second Ctrl-C exits 130.";
 
 fn parse_number(s: &str) -> Result<u32, String> {
     s.parse::<u32>()
@@ -207,10 +213,22 @@ impl FsmarkArgs {
         if self.rand_len > MAX_NAME_LEN {
             return Err(ConfigError::RandomTooLong(self.rand_len));
         }
+        if self.rand_len > self.name_len {
+            return Err(ConfigError::RandomLongerThanName {
+                name: self.name_len,
+                rand: self.rand_len,
+            });
+        }
+        if self.rand_len == 0 {
+            return Err(ConfigError::NoRandomBytes);
+        }
         let sync = SyncMethod::from_number(self.sync_method)
             .ok_or(ConfigError::BadSyncMethod(self.sync_method))?;
         if self.threads > MAX_THREADS {
             return Err(ConfigError::TooManyThreads(self.threads));
+        }
+        if self.threads == 0 {
+            return Err(ConfigError::NoThreads);
         }
         if self.io_size > MAX_IO_SIZE {
             return Err(ConfigError::IoSizeTooLarge(self.io_size));
@@ -358,7 +376,30 @@ mod tests {
     #[test]
     fn more_dirs_than_threads_raises_the_thread_count() {
         assert_eq!(config(&["-d", "a", "-d", "b", "-d", "c"]).threads, 3);
-        assert_eq!(config(&["-d", "a", "-t", "0"]).threads, 1);
+        assert_eq!(config(&["-d", "a", "-d", "b", "-t", "1"]).threads, 2);
+    }
+
+    #[test]
+    fn values_fs_mark_cannot_use_sensibly_are_refused() {
+        let err = |a: &[&str]| parse(a).unwrap_err();
+        assert_eq!(err(&["-d", "a", "-t", "0"]), ConfigError::NoThreads);
+        assert_eq!(
+            err(&["-d", "a", "-p", "0"]),
+            ConfigError::RandomLongerThanName { name: 0, rand: 24 }
+        );
+        assert_eq!(
+            err(&["-d", "a", "-p", "10", "-r", "11"]),
+            ConfigError::RandomLongerThanName { name: 10, rand: 11 }
+        );
+        assert_eq!(err(&["-d", "a", "-r", "0"]), ConfigError::NoRandomBytes);
+        assert!(
+            err(&["-d", "a", "-p", "0"])
+                .to_string()
+                .starts_with("-p 0 -r 24: ")
+        );
+        // The edges that are fine: all random, and one random byte.
+        assert_eq!(config(&["-d", "a", "-p", "128", "-r", "128"]).rand_len, 128);
+        assert_eq!(config(&["-d", "a", "-r", "1"]).rand_len, 1);
     }
 
     #[test]
