@@ -550,18 +550,55 @@ fn enospc_mid_loop_is_one_error_and_no_row() {
 }
 
 #[test]
-fn interrupt_ends_the_run_after_the_current_iteration() {
+fn interrupt_stops_at_the_next_file_skips_syncs_cleans_up_and_reports_what_was_done() {
+    use fslab::backend::Target;
+    // The flag is up before the first file: each worker makes the file in hand and stops.
     let clock = Arc::new(VirtualClock::new(1_000));
-    let target = RecordingTarget::in_memory(1 << 30).with_clock(Arc::clone(&clock));
+    let target = priced(&clock);
     let flag = AtomicBool::new(true);
     let out = run_with(
         &target,
         &clock,
-        &config("-d /d -n 2 -s 0 -L 5"),
+        &config("-d /d -n 5 -s 10 -S 4 -L 3"),
         Some(&flag),
     );
+    // One row (no further iteration), counting the one file made.
     assert_eq!(out.seen.rows.len(), 1);
-    assert_eq!(out.result.unwrap().end, RunEnd::Interrupted);
+    assert_eq!(out.seen.rows[0].count, 1);
+    assert_eq!(out.seen.rows[0].stats.files, 1);
+    let outcome = out.result.expect("a clean stop");
+    assert_eq!(outcome.end, RunEnd::Interrupted);
+    // -S 4's sync() and reverse reopen pass are skipped; -L keeps the file.
+    assert_eq!(
+        worker_trace(&out.records),
+        strs(&[
+            "mkdir /d",
+            "mkdir /d",
+            "creat f0",
+            "write f0 10",
+            "close f0"
+        ])
+    );
+
+    // Without -k the iteration's unlink pass still removes what was made.
+    let target = priced(&clock);
+    let out = run_with(
+        &target,
+        &clock,
+        &config("-d /d -n 5 -s 0 -S 3 -t 2"),
+        Some(&flag),
+    );
+    assert_eq!(out.seen.rows[0].count, 2, "one file per thread");
+    let trace = worker_trace(&out.records);
+    assert_eq!(trace.iter().filter(|c| c.starts_with("creat")).count(), 2);
+    assert_eq!(trace.iter().filter(|c| c.starts_with("unlink")).count(), 2);
+    assert!(!trace.iter().any(|c| c.starts_with("open")), "{trace:?}");
+    assert!(
+        target
+            .readdir(std::path::Path::new("/d"))
+            .expect("dir")
+            .is_empty()
+    );
 }
 
 #[test]

@@ -1,6 +1,11 @@
 //! The run driver: preflight, iterations of fresh worker threads, aggregation, and the end
 //! conditions (`-L` count, `-F` fill, interrupt).
 //!
+//! An interrupt (Ctrl-C) stops each worker after the file in hand (see `worker`); the
+//! iteration then ends as any other, with its unlink pass and its row counting the files
+//! made, and the run ends there with the summary: what fs_mark prints after an interrupted
+//! iteration, but without waiting for the iteration to finish.
+//!
 //! fs_mark forks its "threads" as processes on every iteration and collects each child's
 //! 19-number log line. We start real threads per iteration instead (same fresh per-iteration
 //! state: seed, starting subdirectory, round-robin counters) and hand results back in memory,
@@ -37,7 +42,8 @@ pub struct RunEnv<'a> {
     pub target: &'a dyn Target,
     /// Timing and dates.
     pub clock: &'a dyn Clock,
-    /// When set (e.g. by a SIGINT handler), the run ends after the current iteration.
+    /// When set (e.g. by a SIGINT handler), every worker stops after the file in hand and
+    /// cleans up; the iteration's row (what was done) is the run's last.
     pub interrupt: Option<&'a AtomicBool>,
 }
 
@@ -233,6 +239,7 @@ fn run_iteration(
         config,
         zeroes,
         abort: &abort,
+        interrupt: env.interrupt,
     };
     let mut spawn_error = None;
     let results: Vec<Result<WorkerOutput, WorkerError>> = thread::scope(|s| {
