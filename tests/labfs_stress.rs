@@ -22,15 +22,14 @@ use parking_lot::Mutex;
 
 use fslab::backend::lab::{Format, LabTarget};
 use fslab::backend::{Target, mkdir_parents};
+use fslab::cli::fsmark::FsmarkArgs;
 use fslab::fs::Fs;
 use fslab::fs::check::check;
 use fslab::fs::dev::{BlockDev, MemDev};
 use fslab::fs::error::FsError;
 use fslab::fs::options::Options;
 use fslab::workload::SystemClock;
-use fslab::workload::fsmark::{
-    self, FsmarkArgs, LoopReport, LoopStart, Observer, RunEnv, RunStart,
-};
+use fslab::workload::fsmark::{self, LoopReport, LoopStart, Reporter, RunEnv, RunStart};
 
 /// Run `body` on its own thread and fail if `progress()` stops moving for `stall` (a
 /// deadlock: every thread waits on a lock) or the whole run exceeds `limit`.
@@ -88,7 +87,7 @@ struct Rows {
     live: Arc<Live>,
 }
 
-impl Observer for Rows {
+impl Reporter for Rows {
     fn run_started(&mut self, _: &RunStart<'_>) -> std::io::Result<()> {
         Ok(())
     }
