@@ -3,22 +3,17 @@
 
 use std::sync::atomic::AtomicU64;
 
+use fslab::backend::open::LabConfig;
 use fslab::fs::cksum::CksumMode;
 use fslab::trace::testing;
 use fslab::workload::csum::calls::{CallFilter, SizeDesc, SmallBelow};
 use fslab::workload::csum::oltp::OltpConfig;
-use fslab::workload::csum::{LabSpec, Measured, Profile, Workload, measure};
+use fslab::workload::csum::{Measured, Profile, Workload, measure};
 
 fn run(mode: CksumMode, workload: &Workload) -> Measured {
     let _serial = testing::serial();
-    measure(
-        &LabSpec::default(),
-        mode,
-        workload,
-        None,
-        &AtomicU64::new(0),
-    )
-    .expect("measure")
+    let lab = LabConfig::new(Default::default());
+    measure(&lab, mode, workload, None, &AtomicU64::new(0)).expect("measure")
 }
 
 fn fsmark_s1() -> Workload {

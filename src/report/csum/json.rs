@@ -5,6 +5,10 @@
 //! and the per-structure breakdown. `csumhist bench --json`: `{"rows": [{"size": ..,
 //! "crc32c_gbps": .., "fast_gbps": .., "soft_gbps": .., ...}], "breakeven": ..}` plus the
 //! engine paths and per-byte CPU counters (`null` where the machine has no such counter).
+//! `*_gbps` are per second of the bench's timebase (`"timebase": "cpu"` when task-clock
+//! exists, else `"wall"`); `*_wall_gbps` always per wall-clock second. `breakeven` is where
+//! `fast` stays at least as fast as `crc32c` (`null`: it never does); `breakevens` lists
+//! every pair that has one.
 //! Byte counts are JSON integers; sizes a histogram cannot pin exactly are `{"mean": x}`.
 
 use serde::Serialize;
@@ -12,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use super::{RunView, mode_stats};
 use crate::fs::cksum::{CrcEngine, EnginePath};
-use crate::workload::csum::bench::BenchReport;
+use crate::workload::csum::bench::{BenchReport, Timebase};
 use crate::workload::csum::calls::{SeedRow, SiteSummary, SizeDesc};
 use crate::workload::csum::counters::{CounterKind, Reading};
 
@@ -202,6 +206,7 @@ pub fn bench_document(r: &BenchReport) -> Value {
             for res in &row.results {
                 let e = res.engine.name();
                 m.insert(format!("{e}_gbps"), json!(res.gbps));
+                m.insert(format!("{e}_wall_gbps"), json!(res.wall_gbps));
                 m.insert(format!("{e}_ns_per_call"), json!(res.ns_per_call));
                 for k in CounterKind::ALL {
                     let key = match k {
@@ -224,6 +229,15 @@ pub fn bench_document(r: &BenchReport) -> Value {
         "rows": rows,
         "breakeven": breakeven,
         "breakeven_engines": pair.0.zip(pair.1).map(|(a, b)| [a.name(), b.name()]),
+        "breakevens": r
+            .breakevens()
+            .iter()
+            .map(|(a, b, size)| json!({"incumbent": a.name(), "challenger": b.name(), "size": size}))
+            .collect::<Vec<_>>(),
+        "timebase": match r.timebase {
+            Timebase::CpuTime => "cpu",
+            Timebase::WallTime => "wall",
+        },
         "cpu": r.cpu.summary(),
         "engines": r.paths.iter().map(PathJson::from).collect::<Vec<_>>(),
         "crc_fast_target": r.crc_fast_target,

@@ -150,7 +150,8 @@ pub fn run_report(view: &RunView<'_>) -> String {
         out.push('\n');
         let _ = writeln!(
             out,
-            "cksum={} vs cksum={} (the same workload, so the same structures):",
+            "cksum={} vs cksum={} (the same workload, so the same structures; both after an \
+             unreported warm-up run):",
             a.mode, b.mode
         );
         let _ = writeln!(out, "{}", comparison_table(view, a, b));
@@ -368,22 +369,24 @@ pub fn bench_report(r: &BenchReport) -> String {
     out.push('\n');
     let _ = writeln!(
         out,
-        "throughput (10^9 bytes per second; best of the rounds):"
+        "throughput (10^9 bytes per second of {}; best of the rounds):",
+        r.timebase.name()
     );
     let _ = writeln!(out, "{}", bench_table(r));
     let engines: Vec<_> = r.paths.iter().map(|p| p.engine).collect();
-    for pair in engines.windows(2) {
-        let (a, b) = (pair[0], pair[1]);
-        let _ = match r.breakeven(a, b) {
-            Some(size) => writeln!(
-                out,
-                "breakeven: {b} is at least as fast as {a} from {size} bytes up"
-            ),
-            None => writeln!(
-                out,
-                "breakeven: {b} never stays ahead of {a} up to the largest size"
-            ),
-        };
+    for (a, b, size) in r.breakevens() {
+        let _ = writeln!(
+            out,
+            "breakeven: {b} is at least as fast as {a} from {size} bytes up"
+        );
+    }
+    if let (Some(&a), Some(&b)) = (engines.first(), engines.get(1))
+        && r.breakeven(a, b).is_none()
+    {
+        let _ = writeln!(
+            out,
+            "breakeven: {b} never stays at least as fast as {a} up to the largest size"
+        );
     }
     if let (Some(&a), Some(&b)) = (engines.first(), engines.get(1))
         && let Some(x) = r.ratio_at(4096, a, b)

@@ -18,13 +18,17 @@
 //! (the one least disturbed; the machine is shared). CPU counters ([`super::counters`]) run
 //! around each measurement, and the fastest round's readings are reported per byte.
 //!
+//! Time is the thread's CPU time (the `task-clock` counter) where the machine has it, wall
+//! time otherwise ([`Timebase`]): on a machine shared with other work, a measurement
+//! preempted halfway would otherwise read as a slow engine. Both are kept.
+//!
 //! Engines are called exactly as labfs calls them ([`CrcEngine::checksum`]), dispatch
 //! included, because that is the cost a metadata update pays.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use super::counters::{CpuCounters, OpenFailure, Readings};
+use super::counters::{CounterKind, CpuCounters, OpenFailure, Readings};
 use crate::fs::cksum::{CpuFeatures, CrcEngine, EnginePath};
 use crate::rng::SplitMix64;
 
@@ -103,7 +107,26 @@ impl Default for BenchConfig {
             sizes: default_sizes(),
             engines: CrcEngine::ALL.to_vec(),
             target_time: Duration::from_millis(10),
-            rounds: 3,
+            rounds: 5,
+        }
+    }
+}
+
+/// What a bench's times are measured in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timebase {
+    /// The thread's CPU time (task-clock): immune to preemption by other work.
+    CpuTime,
+    /// Wall-clock time (the machine has no task-clock counter).
+    WallTime,
+}
+
+impl Timebase {
+    /// How reports name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Timebase::CpuTime => "cpu time (task-clock)",
+            Timebase::WallTime => "wall time",
         }
     }
 }
@@ -113,9 +136,11 @@ impl Default for BenchConfig {
 pub struct EngineResult {
     /// The engine.
     pub engine: CrcEngine,
-    /// Throughput in 10^9 bytes per second.
+    /// Throughput in 10^9 bytes per second of the bench's [`Timebase`].
     pub gbps: f64,
-    /// Nanoseconds per call.
+    /// Throughput in 10^9 bytes per wall-clock second (the same round).
+    pub wall_gbps: f64,
+    /// Nanoseconds per call, in the bench's timebase.
     pub ns_per_call: f64,
     /// CPU counters per byte over the fastest round.
     pub per_byte: Readings,
@@ -153,6 +178,8 @@ pub struct BenchReport {
     pub crc_fast_target: String,
     /// Counters the machine could not open (printed `<not supported>`).
     pub unsupported: Vec<OpenFailure>,
+    /// What the times are measured in.
+    pub timebase: Timebase,
     /// One row per size, ascending.
     pub rows: Vec<BenchRow>,
 }
@@ -169,6 +196,23 @@ impl BenchReport {
             }
         }
         from
+    }
+
+    /// Every ordered pair of measured engines whose challenger takes over at some size:
+    /// `(incumbent, challenger, size)`, in engine order.
+    pub fn breakevens(&self) -> Vec<(CrcEngine, CrcEngine, usize)> {
+        let engines: Vec<CrcEngine> = self.paths.iter().map(|p| p.engine).collect();
+        let mut out = Vec::new();
+        for &a in &engines {
+            for &b in &engines {
+                if a != b
+                    && let Some(size) = self.breakeven(a, b)
+                {
+                    out.push((a, b, size));
+                }
+            }
+        }
+        out
     }
 
     /// `challenger`'s throughput over `incumbent`'s at exactly `bytes`, if both were measured.
@@ -226,21 +270,35 @@ pub fn run_bench(config: &BenchConfig, progress: &mut dyn FnMut(usize, usize)) -
     let largest = config.sizes.iter().map(|s| s.bytes).max().unwrap_or(0);
     let data = random_bytes(largest);
     let mut counters = CpuCounters::open();
+    let timebase = if counters
+        .unsupported()
+        .iter()
+        .any(|f| f.kind == CounterKind::TaskClock)
+    {
+        Timebase::WallTime
+    } else {
+        Timebase::CpuTime
+    };
     let rounds = config.rounds.max(1);
     let mut rows = Vec::with_capacity(config.sizes.len());
     for (i, size) in config.sizes.iter().enumerate() {
         let buf = &data[..size.bytes];
         let calls = calibrate(&config.engines, buf, config.target_time);
-        let mut best: Vec<Option<(Duration, Readings)>> = vec![None; config.engines.len()];
+        // Per engine, the fastest round: (time in the timebase, wall time, readings).
+        let mut best: Vec<Option<(f64, f64, Readings)>> = vec![None; config.engines.len()];
         for round in 0..rounds as usize {
             for k in 0..config.engines.len() {
                 // Rotate the starting engine each round.
                 let e = (k + round) % config.engines.len();
                 counters.start();
-                let t = timed(config.engines[e], buf, calls);
+                let wall = timed(config.engines[e], buf, calls).as_nanos() as f64;
                 let r = counters.stop();
-                if best[e].is_none_or(|(bt, _)| t < bt) {
-                    best[e] = Some((t, r));
+                let t = match (timebase, r.task_clock_ns.value()) {
+                    (Timebase::CpuTime, Some(cpu)) => cpu,
+                    _ => wall,
+                };
+                if best[e].is_none_or(|(bt, _, _)| t < bt) {
+                    best[e] = Some((t, wall, r));
                 }
             }
         }
@@ -250,12 +308,13 @@ pub fn run_bench(config: &BenchConfig, progress: &mut dyn FnMut(usize, usize)) -
             .iter()
             .zip(best)
             .filter_map(|(&engine, b)| {
-                let (t, readings) = b?;
-                let ns = t.as_nanos().max(1) as f64;
+                let (t, wall, readings) = b?;
+                let (t, wall) = (t.max(1.0), wall.max(1.0));
                 Some(EngineResult {
                     engine,
-                    gbps: bytes / ns,
-                    ns_per_call: ns / calls as f64,
+                    gbps: bytes / t,
+                    wall_gbps: bytes / wall,
+                    ns_per_call: t / calls as f64,
                     per_byte: readings.per(bytes),
                 })
             })
@@ -271,6 +330,7 @@ pub fn run_bench(config: &BenchConfig, progress: &mut dyn FnMut(usize, usize)) -
         paths: config.engines.iter().map(|e| e.path_on(&cpu)).collect(),
         crc_fast_target: CrcEngine::crc_fast_target(),
         unsupported: counters.unsupported(),
+        timebase,
         rows,
     }
 }
@@ -304,6 +364,7 @@ mod tests {
         let r = |engine, gbps| EngineResult {
             engine,
             gbps,
+            wall_gbps: gbps,
             ns_per_call: 1.0,
             per_byte: Readings {
                 cycles: Reading::NotSupported,
@@ -318,11 +379,15 @@ mod tests {
     }
 
     fn report(rows: Vec<BenchRow>) -> BenchReport {
+        let cpu = CpuFeatures::detect();
         BenchReport {
-            cpu: CpuFeatures::detect(),
-            paths: Vec::new(),
+            cpu,
+            paths: [CrcEngine::Crc32c, CrcEngine::Fast]
+                .map(|e| e.path_on(&cpu))
+                .to_vec(),
             crc_fast_target: String::new(),
             unsupported: Vec::new(),
+            timebase: Timebase::WallTime,
             rows,
         }
     }
@@ -338,6 +403,10 @@ mod tests {
         ]);
         assert_eq!(r.breakeven(CrcEngine::Crc32c, CrcEngine::Fast), Some(512));
         assert_eq!(r.breakeven(CrcEngine::Fast, CrcEngine::Crc32c), None);
+        assert_eq!(
+            r.breakevens(),
+            vec![(CrcEngine::Crc32c, CrcEngine::Fast, 512)]
+        );
         assert_eq!(
             r.ratio_at(4096, CrcEngine::Crc32c, CrcEngine::Fast),
             Some(2.5)

@@ -28,4 +28,4 @@ pub mod oltp;
 pub mod run;
 
 pub use calls::{CallFilter, CallProfile, SmallBelow};
-pub use run::{CsumError, LabSpec, Measured, Profile, Workload, measure};
+pub use run::{CsumError, Measured, Profile, Workload, measure};

@@ -345,7 +345,7 @@ fn run_open(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::recording::{Call, RecordingTarget};
+    use crate::testing::{Call, RecordingTarget};
 
     fn small() -> OltpConfig {
         OltpConfig {

@@ -19,12 +19,9 @@ use thiserror::Error;
 
 use super::calls::{CallProfile, ProfileError, hist_specs};
 use super::oltp::{self, OltpConfig, OltpError};
-use crate::backend::lab::{Format, LabTarget};
+use crate::backend::open::{BackendConfig, LabConfig, OpenError, OpenedBackend, open};
 use crate::backend::{Errno, Target, TargetError, mkdir_parents};
 use crate::fs::cksum::{CksumMode, CrcEngine};
-use crate::fs::dev::spec::DeviceSpec;
-use crate::fs::dev::{self, DevError};
-use crate::fs::options::Options;
 use crate::fs::stats::StatFile;
 use crate::trace::{TraceConfig, TraceError};
 use crate::workload::fsmark::{self, FsmarkError};
@@ -162,10 +159,10 @@ pub const PINNED_WALL: WallTime = WallTime {
     micros: 0,
 };
 
-/// An fs_mark observer that prints nothing: csumhist reports checksums, not files/sec.
+/// An fs_mark reporter that prints nothing: csumhist reports checksums, not files/sec.
 struct Quiet;
 
-impl fsmark::Observer for Quiet {
+impl fsmark::Reporter for Quiet {
     fn run_started(&mut self, _: &fsmark::RunStart<'_>) -> std::io::Result<()> {
         Ok(())
     }
@@ -257,16 +254,6 @@ impl Workload {
     }
 }
 
-/// The labfs a measurement runs on: a device and the `-o` options (the checksum mode is set
-/// per run). The device is formatted for every run.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct LabSpec {
-    /// The device.
-    pub device: DeviceSpec,
-    /// Mount and mkfs options.
-    pub options: Options,
-}
-
 /// One measured run.
 #[derive(Debug, Clone)]
 pub struct Measured {
@@ -287,12 +274,9 @@ pub struct Measured {
 /// A measurement that failed.
 #[derive(Debug, Error)]
 pub enum CsumError {
-    /// The device could not be opened.
-    #[error("--device: {0}")]
-    Device(#[from] DevError),
-    /// mkfs or mount failed.
-    #[error("labfs: {0}")]
-    Mount(#[source] TargetError),
+    /// The device could not be opened, or labfs not made and mounted on it.
+    #[error(transparent)]
+    Open(#[from] OpenError),
     /// A workload directory could not be made.
     #[error("cannot create the parents of {} on labfs: {source}", path.display())]
     Setup {
@@ -318,37 +302,62 @@ pub enum CsumError {
     Unmount(#[source] TargetError),
 }
 
-/// Run `workload` on a fresh labfs with checksum mode `mode`, tracing every checksum.
+/// Run `workload` with checksum mode `mode` on a labfs made fresh on `lab`'s device (with
+/// its `-o` options; the cksum option is `mode` whatever `lab` says), tracing every checksum.
 pub fn measure(
-    lab: &LabSpec,
+    lab: &LabConfig,
     mode: CksumMode,
     workload: &Workload,
     interrupt: Option<&AtomicBool>,
     progress: &AtomicU64,
 ) -> Result<Measured, CsumError> {
-    let mut options = lab.options.clone();
-    options.mount.cksum = mode;
-    let device = dev::open(&lab.device)?;
-    let target = LabTarget::new(device, &options, Format::Always).map_err(CsumError::Mount)?;
-    workload.prepare(&target)?;
-    let stats = std::sync::Arc::clone(&target.fs().stats);
+    let mut lab = lab.clone();
+    lab.options.mount.cksum = mode;
+    lab.mkfs = true;
+    let engine = lab.options.mount.crc;
+    let opened = open(&BackendConfig::Lab(lab))?;
+    let measured = measure_on(&opened, workload, interrupt, progress);
+    // Unmount whatever happened; a run failure is the one worth reporting first.
+    let unmounted = opened.finish().map_err(CsumError::Unmount);
+    let (backend, run, calls, stats) = measured?;
+    unmounted?;
+    Ok(Measured {
+        mode,
+        engine,
+        backend,
+        workload: run,
+        calls,
+        stats,
+    })
+}
+
+/// The measured part of [`measure`], on an opened labfs.
+fn measure_on(
+    opened: &OpenedBackend,
+    workload: &Workload,
+    interrupt: Option<&AtomicBool>,
+    progress: &AtomicU64,
+) -> Result<(String, WorkloadRun, CallProfile, StatFile), CsumError> {
+    let OpenedBackend::Lab(lab) = opened else {
+        unreachable!("measure opens labfs only");
+    };
+    let target: &dyn Target = lab.as_ref();
+    workload.prepare(target)?;
+    let stats = &lab.fs().stats;
     stats.mount().clear();
     let session = TraceConfig {
         histograms: hist_specs(),
         ..TraceConfig::default()
     }
     .start()?;
-    let run = workload.run(&target, interrupt, progress);
+    let run = workload.run(target, interrupt, progress);
     let summary = session.finish()?;
     let run = run?;
     let snapshot = StatFile::from(&stats.mount().snapshot());
-    target.unmount().map_err(CsumError::Unmount)?;
-    Ok(Measured {
-        mode,
-        engine: options.mount.crc,
-        backend: target.describe(),
-        workload: run,
-        calls: CallProfile::from_summary(&summary)?,
-        stats: snapshot,
-    })
+    Ok((
+        opened.describe(),
+        run,
+        CallProfile::from_summary(&summary)?,
+        snapshot,
+    ))
 }
