@@ -11,7 +11,7 @@
 //!   histograms ([`run::measure`]); the built-in profiles ([`run::Profile`]: `fsmark-s1`,
 //!   `oltp`) or any fsmark command line.
 //! - [`oltp`]: the database-like mix the thread's MySQL load stands for.
-//! - [`bench`]: throughput of each CRC engine by buffer size, the breakeven size between them
+//! - [`bench`](mod@bench): throughput of each CRC engine by buffer size, the breakeven size between them
 //!   (the vectorised engine only pays off above some size), and CPU counters per byte
 //!   ([`counters`]).
 //!
