@@ -139,7 +139,7 @@ fn parse_time(s: &str) -> Result<Duration, String> {
 #[derive(Debug, Args)]
 pub struct WorkloadArgs {
     /// Built-in workload: fsmark-s1 (small files, fsync each: fsmark -n 1000 -s 4096 -S 1) or
-    /// oltp (16 KiB random writes in four 64 MiB files, fsync every 2, a temporary file
+    /// oltp (16 KiB random writes in four 16 MiB files, fsync every 2, a temporary file
     /// created and removed every 16). Default fsmark-s1 unless an fsmark command line follows
     /// `--`.
     #[arg(long, value_name = "NAME", value_parser = parse_profile)]

@@ -62,7 +62,10 @@ pub fn write_svg(r: &BenchReport, path: &Path, width: u32, height: u32) -> Resul
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(56)
-        .build_cartesian_2d((lo..hi.max(lo * 2.0)).log_scale(), 0.0..top.max(0.1))
+        .build_cartesian_2d(
+            (lo..hi.max(lo * 2.0)).log_scale().base(2.0),
+            0.0..top.max(0.1),
+        )
         .map_err(fail)?;
     chart
         .configure_mesh()
