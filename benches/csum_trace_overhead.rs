@@ -9,8 +9,10 @@
 //! disabled tracepoint call measured alone (against an empty loop) as a share of the
 //! untraced update. The target is < 1% of a 4 KiB checksum.
 //!
-//! Run with `cargo bench --bench csum_trace_overhead`. The best of several rounds counts,
-//! which filters out interference from other work on the machine.
+//! Run with `cargo bench --bench csum_trace_overhead`. Times are the thread's CPU time
+//! (task-clock, through the same counters `csumhist bench` uses) where the machine has it,
+//! wall time otherwise, and the best of many short interleaved rounds counts: on a shared
+//! machine, preemption and neighbours' bursts would otherwise swamp a 1% difference.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -19,10 +21,11 @@ use fslab::fs::cksum::{Cksum, CksumMode, CrcEngine};
 use fslab::fs::format::BlockKind;
 use fslab::fs::format::endian::put_crc;
 use fslab::trace::events;
+use fslab::workload::csum::counters::{CounterKind, CpuCounters};
 
-const UPDATES: u64 = 200_000;
-const CALLS: u64 = 50_000_000;
-const ROUNDS: usize = 7;
+const UPDATES: u64 = 20_000;
+const CALLS: u64 = 5_000_000;
+const ROUNDS: usize = 41;
 
 fn traced(ck: Cksum, buf: &mut [u8], n: u64) {
     for _ in 0..n {
@@ -53,10 +56,15 @@ fn tracepoint_loop(n: u64) {
     }
 }
 
-fn ns_per(n: u64, f: impl FnOnce()) -> f64 {
+/// Nanoseconds per iteration of `f` (which runs `n` of them): CPU time where the task-clock
+/// counter exists, else wall time.
+fn ns_per(counters: &mut CpuCounters, n: u64, f: impl FnOnce()) -> f64 {
+    counters.start();
     let t = Instant::now();
     f();
-    t.elapsed().as_nanos() as f64 / n as f64
+    let wall = t.elapsed().as_nanos() as f64;
+    let cpu = counters.stop().task_clock_ns.value();
+    cpu.unwrap_or(wall) / n as f64
 }
 
 fn main() {
@@ -65,15 +73,24 @@ fn main() {
         std::process::exit(1);
     }
     let mut buf: Vec<u8> = (0..4096u32).map(|i| (i * 131 % 251) as u8).collect();
-
+    let mut counters = CpuCounters::open();
+    let timebase = if counters
+        .unsupported()
+        .iter()
+        .any(|f| f.kind.name() == "task-clock")
+    {
+        "wall time"
+    } else {
+        "cpu time (task-clock)"
+    };
     println!(
         "csum_trace_overhead: 4096-byte dir3_data updates, cksum=single, {UPDATES} per round, \
-         best of {ROUNDS} rounds"
+         best of {ROUNDS} interleaved rounds, {timebase}"
     );
     let (mut empty, mut point) = (f64::MAX, f64::MAX);
     for _ in 0..ROUNDS {
-        empty = empty.min(ns_per(CALLS, || empty_loop(CALLS)));
-        point = point.min(ns_per(CALLS, || tracepoint_loop(CALLS)));
+        empty = empty.min(ns_per(&mut counters, CALLS, || empty_loop(CALLS)));
+        point = point.min(ns_per(&mut counters, CALLS, || tracepoint_loop(CALLS)));
     }
     let call_cost = (point - empty).max(0.0);
     println!("  disabled tracepoint call alone: {call_cost:.3} ns (empty loop {empty:.3} ns/iter)");
@@ -89,8 +106,12 @@ fn main() {
         untraced(ck, &mut buf, UPDATES / 10);
         let (mut with, mut without) = (f64::MAX, f64::MAX);
         for _ in 0..ROUNDS {
-            with = with.min(ns_per(UPDATES, || traced(ck, &mut buf, UPDATES)));
-            without = without.min(ns_per(UPDATES, || untraced(ck, &mut buf, UPDATES)));
+            with = with.min(ns_per(&mut counters, UPDATES, || {
+                traced(ck, &mut buf, UPDATES)
+            }));
+            without = without.min(ns_per(&mut counters, UPDATES, || {
+                untraced(ck, &mut buf, UPDATES)
+            }));
         }
         let overhead = (with - without) / without * 100.0;
         let alone = call_cost / without * 100.0;

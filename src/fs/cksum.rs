@@ -127,6 +127,16 @@ impl CrcCall {
     }
 }
 
+impl From<CksumMode> for CrcCall {
+    /// The kind of call an update in `mode` makes.
+    fn from(mode: CksumMode) -> CrcCall {
+        match mode {
+            CksumMode::Single => CrcCall::Single,
+            CksumMode::Split => CrcCall::Split,
+        }
+    }
+}
+
 impl fmt::Display for CrcCall {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -503,7 +513,8 @@ impl Cksum {
     /// (one crc32c call over everything), so it reports 0 for both; a split update and a
     /// verify report the bytes before and after the field.
     #[inline(always)]
-    fn trace(&self, site: &'static str, len: usize, off: usize, call: CrcCall) {
+    fn trace(&self, site: &'static str, len: usize, off: usize, call: impl Into<CrcCall>) {
+        let call = call.into();
         let (head, tail) = match call {
             CrcCall::Single => (0, 0),
             CrcCall::Split | CrcCall::Verify => (off as u32, (len - off - 4) as u32),
@@ -526,11 +537,7 @@ impl Cksum {
     /// Checksum `buf` in place with the CRC field at `off` (for structures whose length is
     /// not fixed, such as log records).
     pub fn update_at(&self, site: &'static str, buf: &mut [u8], off: usize) {
-        let call = match self.mode {
-            CksumMode::Single => CrcCall::Single,
-            CksumMode::Split => CrcCall::Split,
-        };
-        self.trace(site, buf.len(), off, call);
+        self.trace(site, buf.len(), off, self.mode);
         let crc = match self.mode {
             CksumMode::Single => {
                 put_crc(buf, off, 0);
