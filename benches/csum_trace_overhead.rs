@@ -77,7 +77,7 @@ fn main() {
     let timebase = if counters
         .unsupported()
         .iter()
-        .any(|f| f.kind.name() == "task-clock")
+        .any(|f| f.kind == CounterKind::TaskClock)
     {
         "wall time"
     } else {
