@@ -127,6 +127,24 @@ fn both_modes_print_the_side_by_side_comparison() {
 }
 
 #[test]
+fn any_fsmark_command_line_runs_after_the_separator() {
+    let text = stdout_of(&[
+        "run", "--cksum", "split", "--", "fsmark", "-d", "/t/x", "-n", "30", "-s", "0", "-S", "1",
+        "-k",
+    ]);
+    assert!(
+        text.contains("csumhist: fsmark -d /t/x -n 30 -s 0 -S 1 -k"),
+        "{text}"
+    );
+    assert!(
+        text.contains("30 files of 0 bytes created (-S 1), kept"),
+        "{text}"
+    );
+    let inode = row(&text, "inode");
+    assert_eq!(&inode[5..8], &["512", "100", "408"]);
+}
+
+#[test]
 fn oltp_profile_runs_on_labfs() {
     let text = stdout_of(&[
         "run",

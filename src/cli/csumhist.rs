@@ -309,6 +309,22 @@ fn job(args: WorkloadArgs) -> Result<Job, UsageError> {
     Ok(Job { lab, workload })
 }
 
+/// The shared flag groups as clap fills them when none is given (their clap defaults, which
+/// `Default` does not know).
+#[derive(Debug, Parser)]
+struct SharedFlags {
+    #[command(flatten)]
+    backend: BackendArgs,
+    #[command(flatten)]
+    observe: super::observe::ObserveArgs,
+}
+
+impl SharedFlags {
+    fn unset() -> SharedFlags {
+        SharedFlags::parse_from(["fsmark"])
+    }
+}
+
 /// Parse an fsmark command line with fsmark's own parser.
 fn fsmark_workload(line: &[String]) -> Result<Workload, UsageError> {
     let rest = match line.first().map(String::as_str) {
@@ -317,10 +333,11 @@ fn fsmark_workload(line: &[String]) -> Result<Workload, UsageError> {
     };
     let argv = std::iter::once("fsmark".to_string()).chain(rest.iter().cloned());
     let args = FsmarkArgs::try_parse_from(argv).map_err(UsageError::FsmarkLine)?;
-    if args.backend != BackendArgs::default() {
+    let unset = SharedFlags::unset();
+    if args.backend != unset.backend {
         return Err(UsageError::FsmarkBackendFlags);
     }
-    if args.observe != Default::default() {
+    if args.observe != unset.observe {
         return Err(UsageError::FsmarkObserveFlags);
     }
     let (config, _report) = args.to_config()?;
