@@ -1,19 +1,18 @@
 //! csumhist's measurements on labfs: the structure of thread 004's histogram, and what the
 //! single-pass update changes (same bytes, no head/tail calls, fewer calls).
 
-use std::sync::atomic::AtomicU64;
-
 use fslab::backend::open::LabConfig;
 use fslab::fs::cksum::CksumMode;
 use fslab::trace::testing;
 use fslab::workload::csum::calls::{CallFilter, SizeDesc, SmallBelow};
 use fslab::workload::csum::oltp::OltpConfig;
+use fslab::workload::csum::run::LiveProgress;
 use fslab::workload::csum::{Measured, Profile, Workload, measure};
 
 fn run(mode: CksumMode, workload: &Workload) -> Measured {
     let _serial = testing::serial();
     let lab = LabConfig::new(Default::default());
-    measure(&lab, mode, workload, None, &AtomicU64::new(0)).expect("measure")
+    measure(&lab, mode, workload, None, &LiveProgress::default()).expect("measure")
 }
 
 fn fsmark_s1() -> Workload {
@@ -117,4 +116,21 @@ fn oltp_overwrites_and_churns_temporary_files() {
     assert!(inode.calls >= 100 + 200 / 16, "{inode:?}");
     assert_eq!(m.stats.field("dir", "create"), Some(200 / 16));
     assert_eq!(m.stats.field("dir", "remove"), Some(200 / 16));
+}
+
+#[test]
+fn live_progress_counts_the_files_and_writes_done() {
+    let _serial = testing::serial();
+    let lab = LabConfig::new(Default::default());
+    let progress = LiveProgress::default();
+    measure(&lab, CksumMode::Single, &fsmark_s1(), None, &progress).expect("fsmark");
+    assert_eq!(progress.done(), 150);
+    let oltp = Workload::Oltp(OltpConfig {
+        file_size: 1 << 20,
+        writes: 40,
+        ..OltpConfig::default()
+    });
+    let progress = LiveProgress::default();
+    measure(&lab, CksumMode::Single, &oltp, None, &progress).expect("oltp");
+    assert_eq!(progress.done(), 40);
 }

@@ -46,7 +46,7 @@ use crate::report::progress::Ticker;
 use crate::units::{parse_duration, parse_size};
 use crate::workload::csum::bench::{BenchConfig, run_bench};
 use crate::workload::csum::calls::{BadThreshold, CallFilter, SmallBelow};
-use crate::workload::csum::run::OpsError;
+use crate::workload::csum::run::{LiveProgress, OpsError};
 use crate::workload::csum::{CsumError, Measured, Profile, Workload, measure};
 use crate::workload::fsmark::ConfigError;
 
@@ -413,7 +413,7 @@ fn measure_modes(
             *first,
             &job.workload,
             Some(stop),
-            &AtomicU64::new(0),
+            &LiveProgress::default(),
         )?;
     }
     let mut runs = Vec::with_capacity(modes.len());
@@ -421,11 +421,11 @@ fn measure_modes(
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let progress = Arc::new(AtomicU64::new(0));
+        let progress = Arc::new(LiveProgress::default());
         let (total, unit) = units(&job.workload);
         let ticker = Ticker::start_if_terminal(format!("cksum={mode}: {unit}"), total, {
             let p = Arc::clone(&progress);
-            move || p.load(Ordering::Relaxed)
+            move || p.done()
         });
         let m = measure(&job.lab, mode, &job.workload, Some(stop), &progress);
         drop(ticker);

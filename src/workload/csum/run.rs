@@ -12,7 +12,10 @@
 //! update method alone.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
@@ -159,14 +162,46 @@ pub const PINNED_WALL: WallTime = WallTime {
     micros: 0,
 };
 
-/// An fs_mark reporter that prints nothing: csumhist reports checksums, not files/sec.
-struct Quiet;
+/// How far a measured workload has got, for a progress bar: files (fsmark) or writes (oltp).
+///
+/// fs_mark's workers count their files in the iteration's own counters; the iteration in
+/// progress is kept here so [`LiveProgress::done`] can read them while it runs.
+#[derive(Debug, Default)]
+pub struct LiveProgress {
+    /// Units finished outside a running fs_mark iteration (oltp writes; past iterations).
+    done: AtomicU64,
+    /// The running fs_mark iteration's counters.
+    iteration: Mutex<Option<Arc<fsmark::driver::Progress>>>,
+}
 
-impl fsmark::Reporter for Quiet {
+impl LiveProgress {
+    /// Units done so far.
+    pub fn done(&self) -> u64 {
+        let running = self.iteration.lock().as_ref().map_or(0, |p| p.files_done());
+        self.done.load(Ordering::Relaxed) + running
+    }
+}
+
+/// An fs_mark reporter that prints nothing (csumhist reports checksums, not files/sec) and
+/// keeps the live progress.
+struct Quiet<'a> {
+    progress: &'a LiveProgress,
+}
+
+impl fsmark::Reporter for Quiet<'_> {
     fn run_started(&mut self, _: &fsmark::RunStart<'_>) -> std::io::Result<()> {
         Ok(())
     }
+    fn loop_started(&mut self, start: &fsmark::LoopStart) -> std::io::Result<()> {
+        *self.progress.iteration.lock() = Some(Arc::clone(&start.progress));
+        Ok(())
+    }
     fn loop_finished(&mut self, _: &fsmark::LoopReport) -> std::io::Result<()> {
+        if let Some(p) = self.progress.iteration.lock().take() {
+            self.progress
+                .done
+                .fetch_add(p.files_done(), Ordering::Relaxed);
+        }
         Ok(())
     }
 }
@@ -203,12 +238,12 @@ impl Workload {
         }
     }
 
-    /// The measured phase. `progress` counts files (fsmark) or writes (oltp) done.
+    /// The measured phase; `progress` follows the files (fsmark) or writes (oltp) done.
     pub fn run(
         &self,
         target: &dyn Target,
         interrupt: Option<&AtomicBool>,
-        progress: &AtomicU64,
+        progress: &LiveProgress,
     ) -> Result<WorkloadRun, CsumError> {
         let started = Instant::now();
         match self {
@@ -219,11 +254,10 @@ impl Workload {
                     clock: &clock,
                     interrupt,
                 };
-                let outcome = fsmark::run(&env, config, &mut Quiet)?;
+                let outcome = fsmark::run(&env, config, &mut Quiet { progress })?;
                 let files = u64::from(config.num_files)
                     * u64::from(config.threads)
                     * outcome.rates.len() as u64;
-                progress.store(files, std::sync::atomic::Ordering::Relaxed);
                 let fate = if config.keep_files { "kept" } else { "removed" };
                 let sync = if config.sync == fsmark::SyncMethod::NoSync {
                     String::new()
@@ -240,7 +274,7 @@ impl Workload {
                 })
             }
             Workload::Oltp(c) => {
-                let out = oltp::run(target, c, interrupt, progress)?;
+                let out = oltp::run(target, c, interrupt, &progress.done)?;
                 Ok(WorkloadRun {
                     elapsed: started.elapsed(),
                     summary: format!(
@@ -309,7 +343,7 @@ pub fn measure(
     mode: CksumMode,
     workload: &Workload,
     interrupt: Option<&AtomicBool>,
-    progress: &AtomicU64,
+    progress: &LiveProgress,
 ) -> Result<Measured, CsumError> {
     let mut lab = lab.clone();
     lab.options.mount.cksum = mode;
@@ -336,7 +370,7 @@ fn measure_on(
     opened: &OpenedBackend,
     workload: &Workload,
     interrupt: Option<&AtomicBool>,
-    progress: &AtomicU64,
+    progress: &LiveProgress,
 ) -> Result<(String, WorkloadRun, CallProfile, StatFile), CsumError> {
     let OpenedBackend::Lab(lab) = opened else {
         unreachable!("measure opens labfs only");
