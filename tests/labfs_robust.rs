@@ -210,7 +210,8 @@ fn corrupt_allocation_trees_fail_allocation_with_a_typed_error() {
         assert!(
             r.findings
                 .iter()
-                .any(|f| f.contains(kind.name()) || f.contains("crc") || f.contains("CRC")),
+                .map(|f| &f.problem)
+                .any(|p| p.contains(kind.name()) || p.contains("crc") || p.contains("CRC")),
             "{kind}: {:?}",
             r.findings
         );
