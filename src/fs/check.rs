@@ -53,6 +53,15 @@ pub enum Location {
         /// Its device address (512-byte sectors).
         daddr: Daddr,
     },
+    /// One of AG `agno`'s header sectors (AGF, AGI, AGFL), at `daddr`.
+    AgHeader {
+        /// The AG.
+        agno: u32,
+        /// Which header.
+        kind: BlockKind,
+        /// Its device address.
+        daddr: Daddr,
+    },
     /// AG `agno` as a whole: its headers, trees and space accounting.
     Ag {
         /// The AG.
@@ -64,6 +73,13 @@ pub enum Location {
         agno: u32,
         /// The block, relative to the AG.
         agbno: u32,
+    },
+    /// A metadata block of `kind` at `daddr` (when nothing more specific is known).
+    Block {
+        /// What the block should be.
+        kind: BlockKind,
+        /// Its device address.
+        daddr: Daddr,
     },
     /// Inode `ino`: its core, its block map, its link count.
     Inode {
@@ -86,8 +102,16 @@ impl fmt::Display for Location {
             Location::Superblock { agno, daddr } => {
                 write!(f, "AG {agno} superblock (daddr {daddr})")
             }
+            Location::AgHeader { agno, kind, daddr } => {
+                write!(
+                    f,
+                    "AG {agno} {} (daddr {daddr})",
+                    kind.name().to_uppercase()
+                )
+            }
             Location::Ag { agno } => write!(f, "AG {agno}"),
             Location::AgBlock { agno, agbno } => write!(f, "AG {agno} block {agbno}"),
+            Location::Block { kind, daddr } => write!(f, "{kind} block at daddr {daddr}"),
             Location::Inode { ino } => write!(f, "inode {ino}"),
             Location::Directory { ino } => write!(f, "directory {ino}"),
         }
@@ -104,7 +128,8 @@ pub struct Finding {
 }
 
 impl Finding {
-    fn new(location: Location, problem: impl Into<String>) -> Finding {
+    /// A finding at `location`.
+    pub fn new(location: Location, problem: impl Into<String>) -> Finding {
         Finding {
             location,
             problem: problem.into(),
@@ -586,7 +611,7 @@ fn check_superblocks(fs: &Fs, r: &mut Report) {
 }
 
 /// The names of the fields in which `copy` describes a different filesystem than `primary`.
-fn superblock_differences(primary: &Superblock, copy: &Superblock) -> Vec<&'static str> {
+pub fn superblock_differences(primary: &Superblock, copy: &Superblock) -> Vec<&'static str> {
     // Destructured without `..`, so a field added to the superblock must be placed here (as
     // geometry to compare, or as a counter that may lag) before this compiles.
     let Superblock {
