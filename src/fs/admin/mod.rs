@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | `xfs_repair -n` | `labfs check IMAGE` | [`check`]: fsck of an image, read-only, one finding per problem |
 //! | `xfs_info` | `labfs info IMAGE` | [`info`]: geometry, counters and the state of every AG |
-//! | `xfs_db -c print` | `labfs print IMAGE WHAT` | [`print`]: any metadata structure, field by field, by address or path |
+//! | `xfs_db -c print` | `labfs print IMAGE WHAT` | [`print`](mod@print): any metadata structure, field by field, by address or path |
 //!
 //! The binary only parses arguments and prints what these functions return. Everything here
 //! that looks at an image opens it read-only ([`image::Image::open`]), so `check`, `info` and
