@@ -10,6 +10,8 @@
 //! - [`workload`]: the workload engines (fs_mark loop, ...), written once, target-agnostic.
 //! - [`report`]: output layers, one per format users already parse.
 //! - [`trace`]: tracepoints and their sinks (ftrace text, JSON lines, counts, histograms).
+//! - [`testing`]: test doubles (recording and in-memory targets, a virtual clock); production
+//!   code never imports them.
 //! - [`fs`]: labfs, the XFS-modelled reference filesystem, and its XFS-layout statistics.
 //! - [`units`], [`rng`]: foundation modules below everything (size/duration parsing and
 //!   printing; the one seeded random generator).
@@ -19,6 +21,7 @@ pub mod cli;
 pub mod fs;
 pub mod report;
 pub mod rng;
+pub mod testing;
 pub mod trace;
 pub mod units;
 pub mod workload;

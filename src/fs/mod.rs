@@ -20,6 +20,13 @@
 //! An AG whose header would be locked out of order is only *tried* (`try_read_buf`) and skipped
 //! if busy, as XFS does with `XFS_ALLOC_FLAG_TRYLOCK`.
 //!
+//! Operations that free both blocks and an inode split into transactions so that no one
+//! transaction holds an AGF and then waits for an AGI: inactivation (unlink, rmdir, rename
+//! over an existing name, the last close of an unlinked file) first frees the file's blocks in
+//! transactions of their own (`Fs::free_range`, AGF only), keeping the inode locked, then frees
+//! the inode (AGI, then the AGF only if the whole chunk goes), as XFS's `xfs_inactive`
+//! truncates before `xfs_ifree`. Truncate, punch and fallocate take no AGI at all.
+
 //! ## Modules
 //! - [`format`](mod@format): geometry constants, block kinds, magics, CRC offsets, endian helpers, and the
 //!   byte-by-byte layouts of the superblock, AG headers and inodes.
