@@ -7,6 +7,7 @@
 //! - [`observe`]: `--trace*` and `--stats*`, and the [`observe::Observer`] they configure.
 //! - [`interrupt`]: the two-stage Ctrl-C.
 //! - [`fsmark`]: fs_mark's command line and the fsmark command.
+//! - [`labfs`]: the admin tool's command line (mkfs, check, info, print).
 //!
 //! Engines (in [`crate::workload`]) never see clap: each command here turns its arguments into
 //! the engine's plain configuration.
@@ -14,6 +15,7 @@
 pub mod backend_args;
 pub mod fsmark;
 pub mod interrupt;
+pub mod labfs;
 pub mod observe;
 pub mod tool;
 

@@ -738,7 +738,7 @@ fn dir_data(title: String, kind: BlockKind, b: &[u8]) -> Decoded {
                     e.namelen,
                     String::from_utf8_lossy(e.name(b)).escape_debug(),
                     ftype_name(e.ftype),
-                    e.off
+                    get_u16(b, e.off + e.size - 2)
                 ),
             ),
             Ok(Slot::Free { off, len }) => {

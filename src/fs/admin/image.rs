@@ -8,7 +8,8 @@ use super::AdminError;
 use crate::fs::cksum::Cksum;
 use crate::fs::dev::{BlockDev, DevError, FileDev, IoReq, SECTOR_SIZE, check_io};
 use crate::fs::error::FsError;
-use crate::fs::format::sb::Superblock;
+use crate::fs::format::endian::{get_u16, get_u32};
+use crate::fs::format::sb::{SB_MAGIC, SB_VERSION, Superblock};
 use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr};
 use crate::fs::geo::Geometry;
 
@@ -119,9 +120,10 @@ impl Image {
         }
     }
 
-    /// The geometry: from the primary superblock, or, when it is unreadable, from the first
-    /// intact secondary copy found by scanning the device (as `xfs_repair` does). Fails with
-    /// [`AdminError::NotLabfs`] (the primary's problem) when no copy is intact.
+    /// The geometry: from the primary superblock, or, when it is unreadable but still looks
+    /// like one, from the first intact secondary copy found by scanning the device (as
+    /// `xfs_repair` does). Fails with [`AdminError::NotLabfs`] (the primary's problem) when
+    /// no copy is intact.
     pub fn geometry(&self) -> Result<Located, AdminError> {
         let sector = self.read(Daddr(0), BBSIZE)?;
         let problem = match verify_superblock(&sector, Daddr(0)) {
@@ -135,6 +137,15 @@ impl Image {
             }
             Err(e) => e,
         };
+        // Scanning reads the whole device, so it is done only for a sector that still looks
+        // like a labfs superblock (a bit or two off in the magic, or the magic gone but the
+        // block size and version in place): not for a blank or foreign image.
+        if !looks_like_a_superblock(&sector) {
+            return Err(AdminError::NotLabfs {
+                path: self.path.clone(),
+                reason: problem,
+            });
+        }
         match self.find_secondary()? {
             Some((agno, sb, sector)) => Ok(Located {
                 sb,
@@ -191,6 +202,13 @@ impl Image {
             sector0: s,
         })
     }
+}
+
+/// Whether a sector that does not verify still looks like a damaged labfs superblock.
+fn looks_like_a_superblock(b: &[u8]) -> bool {
+    let magic_bits_off = (get_u32(b, 0) ^ SB_MAGIC).count_ones();
+    let fields_in_place = get_u32(b, 4) as usize == BLOCK_SIZE && get_u16(b, 100) == SB_VERSION;
+    magic_bits_off <= 2 || fields_in_place
 }
 
 /// Verify and decode a superblock sector read from `daddr`. An all-zero sector is "blank"

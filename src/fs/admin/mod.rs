@@ -2,13 +2,15 @@
 //!
 //! | xfsprogs | labfs | here |
 //! |---|---|---|
+//! | `mkfs.xfs [-f]` | `labfs mkfs IMAGE [-f] [-o ...]` | [`mkfs`]: refuse to format over a filesystem or data without force, then make |
 //! | `xfs_repair -n` | `labfs check IMAGE` | [`check`]: fsck of an image, read-only, one finding per problem |
 //! | `xfs_info` | `labfs info IMAGE` | [`info`]: geometry, counters and the state of every AG |
 //! | `xfs_db -c print` | `labfs print IMAGE WHAT` | [`print`](mod@print): any metadata structure, field by field, by address or path |
 //!
 //! The binary only parses arguments and prints what these functions return. Everything here
 //! that looks at an image opens it read-only ([`image::Image::open`]), so `check`, `info` and
-//! `print` work on images the user may only read and can never change one.
+//! `print` work on images the user may only read and can never change one; only `mkfs`
+//! writes.
 //!
 //! Inspection reads structures straight from the device rather than through a mount wherever
 //! it can, because the images people inspect are the damaged ones: a mount refuses an image
@@ -21,6 +23,7 @@ pub mod check;
 pub mod decode;
 pub mod image;
 pub mod info;
+pub mod mkfs;
 pub mod print;
 
 use std::path::PathBuf;
@@ -40,7 +43,7 @@ pub enum AdminError {
     #[error(transparent)]
     Io(DevError),
     /// No intact superblock anywhere: the image does not hold a labfs filesystem.
-    #[error("{path}: not a labfs filesystem ({reason})")]
+    #[error("{}: {}", path.display(), not_labfs(reason))]
     NotLabfs {
         /// The image.
         path: PathBuf,
@@ -71,4 +74,15 @@ pub enum AdminError {
         /// Why it does not resolve.
         source: FsError,
     },
+    /// mkfs refused or failed; the reason says which.
+    #[error(transparent)]
+    Mkfs(#[from] mkfs::MkfsError),
+}
+
+/// Why an image is not a labfs, in one phrase that says so once.
+fn not_labfs(reason: &FsError) -> String {
+    match reason {
+        FsError::BadSuperblock(_) => reason.to_string(),
+        _ => format!("not a labfs filesystem ({reason})"),
+    }
 }
