@@ -68,19 +68,31 @@ pub fn check_image(img: &Image, opts: &MountOptions) -> Result<CheckResult, Admi
         img.with_primary(&located.sector)
     };
     match Fs::mount(dev, opts.clone()) {
-        Ok(fs) => {
-            let report = check(&fs).map_err(|source| AdminError::Mount {
-                path: img.path().to_path_buf(),
-                source,
-            })?;
-            findings.extend(report.findings.iter().cloned());
-            findings.sort_by_key(|f| f.location);
-            Ok(CheckResult {
-                findings,
-                report: Some(report),
-                unmountable: None,
-            })
-        }
+        Ok(fs) => match check(&fs) {
+            Ok(report) => {
+                findings.extend(report.findings.iter().cloned());
+                findings.sort_by_key(|f| f.location);
+                Ok(CheckResult {
+                    findings,
+                    report: Some(report),
+                    unmountable: None,
+                })
+            }
+            // The checker reports what it can read and stops only when it cannot go on (the
+            // root directory unreadable, a device error): that is a finding too.
+            Err(e) => {
+                findings.push(Finding::new(
+                    location_of(&e),
+                    format!("the check could not go on: {e}"),
+                ));
+                findings.sort_by_key(|f| f.location);
+                Ok(CheckResult {
+                    findings,
+                    report: None,
+                    unmountable: None,
+                })
+            }
+        },
         Err(e) => {
             let before = findings.len();
             findings.extend(check_headers(img, &located.sb)?);
