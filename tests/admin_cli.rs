@@ -380,3 +380,64 @@ fn a_closed_stdout_ends_print_quietly() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn print_by_path_shows_every_block_of_a_node_form_directory_and_an_extent_tree() {
+    let (img, fs) = image::file(64 << 20).mount();
+    let root = fs.root().unwrap();
+    let d = fs.mkdir(&root, b"big", 0o755).unwrap();
+    for i in 0..1500 {
+        fs.create(&d, format!("some-file-name-{i:05}").as_bytes(), 0o644, true)
+            .unwrap();
+    }
+    let (f, _) = fs.create(&root, b"fragmented", 0o644, true).unwrap();
+    for i in 0..40u64 {
+        fs.write(&f, i * 8192, &[1u8; 4096]).unwrap();
+        fs.fsync(&f, false).unwrap();
+    }
+    drop((d, f, root));
+    fs.unmount().unwrap();
+    drop(fs);
+
+    let o = labfs(&["print", "path", "/big"], img.path());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let titles: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("directory block "))
+        .collect();
+    for kind in ["dir3_data", "da3_node", "dir3_leafn", "dir3_free"] {
+        assert!(
+            titles
+                .iter()
+                .any(|t| t.contains(&format!(": {kind} block ("))),
+            "no {kind} block in {titles:#?}"
+        );
+    }
+    // Every entry is in some data block, once; "." and ".." in block 0.
+    let names = out
+        .lines()
+        .filter(|l| l.contains(" name \"some-file-name-"))
+        .count();
+    assert_eq!(names, 1500);
+    assert!(out.contains("du[64] = inumber "), "{out}");
+    assert!(out.contains("name \".\" ftype 2 (dir) tag 64"), "{out}");
+    assert!(out.contains("name \"..\" ftype 2 (dir) tag 80"), "{out}");
+    assert!(!out.contains("(bad:"), "every CRC is correct");
+    assert!(!out.contains("du.error"), "{out}");
+
+    let o = labfs(&["print", "path", "/fragmented"], img.path());
+    let out = stdout(&o);
+    assert!(out.contains("format = 3 (btree)"), "{out}");
+    assert!(out.contains("bmbt block (fsblock "), "{out}");
+    let recs = out.lines().filter(|l| l.starts_with("recs[")).count();
+    assert_eq!(recs, 40, "one extent per written block: {out}");
+
+    // A block decoded as a kind it is not says so.
+    let o = labfs(&["print", "fsblock", "1", "--type", "inobt"], img.path());
+    assert!(
+        stdout(&o).contains("magic.note = not the inobt magic for this level"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -632,7 +632,7 @@ fn btree<S: BtreeSpec>(
         format_magic(magic_bytes, u64::from(v.magic), width),
     );
     if v.kind.is_none() {
-        d.add("magic.note", format!("not a {kind} magic at this level"));
+        d.add("magic.note", format!("not the {kind} magic for this level"));
     }
     d.add("level", v.level.to_string());
     d.add("numrecs", v.numrecs.to_string());
