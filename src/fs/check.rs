@@ -33,6 +33,7 @@ use crate::fs::Fs;
 use crate::fs::buf::GetMode;
 use crate::fs::error::FsResult;
 use crate::fs::format::ag::SB_SECTOR;
+use crate::fs::format::dinode;
 use crate::fs::format::sb::Superblock;
 use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr, INODE_SIZE, INODES_PER_CHUNK};
 use crate::fs::geo::Geometry;
@@ -432,11 +433,8 @@ fn check_ag(
             let ino = geo.ino(agno, c.startino + i);
             if c.free & (1u64 << i) == 0 {
                 used.push(ino);
-            } else if free_slot_in_use(fs, ino)? {
-                r.push(
-                    Location::Inode { ino },
-                    "free in the inode tree but in use on disk",
-                );
+            } else if let Some(problem) = free_slot_problem(fs, ino) {
+                r.push(Location::Inode { ino }, problem);
             }
         }
     }
@@ -452,14 +450,30 @@ fn check_ag(
     Ok(())
 }
 
-/// Whether a slot the inode trees call free holds an inode in use on disk.
-fn free_slot_in_use(fs: &Fs, ino: u64) -> FsResult<bool> {
+/// What is wrong with a slot the inode trees call free, if anything: mkfs and chunk
+/// allocation write every slot as a free inode with its own CRC, so a free slot must verify,
+/// name itself, and be free on disk. (Used inodes are checked when they are read.)
+fn free_slot_problem(fs: &Fs, ino: u64) -> Option<String> {
     let (daddr, off) = fs.geo.ino_location(ino);
-    let g = fs
+    let g = match fs
         .bufs
-        .get(daddr, BlockKind::Inode, BLOCK_SIZE, GetMode::Read)?;
+        .get(daddr, BlockKind::Inode, BLOCK_SIZE, GetMode::Read)
+    {
+        Ok(g) => g,
+        Err(e) => return Some(format!("free slot unreadable: {e}")),
+    };
     let raw = &g.bytes()[off..off + INODE_SIZE];
-    Ok(crate::fs::format::endian::get_u16(raw, 2) != 0)
+    if let Err(m) = fs.bufs.cksum().verify(BlockKind::Inode, raw) {
+        return Some(format!(
+            "free slot fails its CRC: stored {:#010x}, computed {:#010x}",
+            m.found, m.expected
+        ));
+    }
+    match dinode::decode_core(raw, ino, &fs.uuid, daddr) {
+        Err(e) => Some(format!("free slot unreadable: {e}")),
+        Ok(core) if core.mode != 0 => Some("free in the inode tree but in use on disk".into()),
+        Ok(_) => None,
+    }
 }
 
 /// Check one directory's structure and `..`, and list its entries.
@@ -742,6 +756,23 @@ mod tests {
         assert_eq!(
             problems,
             [format!("inode {ino}: link count 3, but 1 expected")]
+        );
+    }
+
+    #[test]
+    fn a_flipped_bit_in_a_free_inode_slot_is_found_at_that_inode() {
+        let fs = mem_fs(32 << 20);
+        // The root directory's chunk: its first inode is the root, the rest are free.
+        let free = fs.rootino + 5;
+        let (daddr, off) = fs.geo.ino_location(free);
+        let sector = Daddr(daddr.0 + (off / BBSIZE) as u64);
+        edit_sector(&fs, sector, |b| b[(off % BBSIZE) + 40] ^= 0x10);
+        let r = check(&fs).expect("check runs");
+        let problems: Vec<String> = r.findings.iter().map(ToString::to_string).collect();
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert!(
+            problems[0].starts_with(&format!("inode {free}: free slot fails its CRC: stored 0x")),
+            "{problems:#?}"
         );
     }
 
