@@ -107,3 +107,44 @@ fn flags_that_make_no_sense_together_are_refused_before_anything_runs() {
         );
     }
 }
+
+#[test]
+fn out_of_range_options_and_too_small_devices_are_refused_where_typed() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["-o", "logsize=0"],
+            "bad mount option 'logsize=0': must be 256k..2g",
+        ),
+        (&["-o", "logsize=1t"], "bad mount option 'logsize=1t'"),
+        (
+            &["-o", "bufcache=0"],
+            "bad mount option 'bufcache=0': must be at least 1m",
+        ),
+        (&["-o", "dirty=0"], "bad mount option 'dirty=0'"),
+        (&["--device", "mem:4k"], "smaller than the 1MiB labfs needs"),
+        (
+            &["--device", "stripe:2,mem:256k"],
+            "holds 512KiB, less than the 1MiB labfs needs",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let mut args = vec!["-d", "/bench", "-n", "10", "-s", "0"];
+        args.extend_from_slice(extra);
+        let (rc, out, err) = run_in(tmp.path(), &args);
+        assert_one_line(&args, rc, &out, &err, 2, needle);
+    }
+    // The smallest device the grammar accepts is one mkfs can make, and the run works.
+    let (rc, out, err) = run_in(
+        tmp.path(),
+        &["-d", "/bench", "-n", "10", "-s", "0", "--device", "mem:1m"],
+    );
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("p99 Files/sec"), "{out}");
+    // A geometry that cannot fit the device is refused by mkfs (a run failure), not shrunk.
+    let (rc, out, err) = run_in(
+        tmp.path(),
+        &["-d", "/b", "--device", "mem:16m", "-o", "agcount=17"],
+    );
+    assert_one_line(&[], rc, &out, &err, 1, "agcount too large for this device");
+}
