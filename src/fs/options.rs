@@ -1,8 +1,8 @@
 //! Mount and mkfs options (`-o key=value,...` in every binary), defined in one table.
 //!
 //! Each option is a switch that reproduces one side of a design change argued in the seed
-//! threads, or a geometry or cache-size choice; each changes behaviour for real (see
-//! DESIGN.md §3). Every option is one [`OptionDef`] row of [`OPTIONS`]: its key, when it
+//! threads, or a geometry or cache-size choice; each changes behaviour for real (the
+//! repository's `docs/tools.md` lists them). Every option is one [`OptionDef`] row of [`OPTIONS`]: its key, when it
 //! applies, the values it takes and their range, a help line, and how it is stored and shown.
 //! Everything else is derived from that row: the parser ([`Options::parse`]), the `Display`
 //! that names the effective switches in a report header, the `-o` help text
