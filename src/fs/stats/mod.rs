@@ -55,7 +55,7 @@ use std::fmt::Write as _;
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-pub use decode::{DecodeError, LineProblem, StatDiff, StatFile, StatLine, decode_text};
+pub use decode::{DecodeError, LineProblem, Regression, StatDiff, StatFile, StatLine, decode_text};
 pub use host::{HostStatsError, clear_host_stats, read_host_stats, read_host_stats_text};
 
 use layout::{FIRST_BTREE_LINE, U32_LINES, U64_LINES, current_layout};
