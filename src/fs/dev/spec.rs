@@ -68,7 +68,7 @@ pub const DEFAULT_STRIPE_UNIT: u64 = 64 << 10;
 /// Most members a stripe may have.
 pub const MAX_STRIPE_MEMBERS: usize = 256;
 
-/// Long help for `--device` (the flag itself is defined once, in `crate::cli::backend_args`).
+/// Long help for `--device` (the flag itself is defined once, in the binaries' layer, `cli::backend_args`).
 pub const DEVICE_HELP: &str = "\
 The block device labfs runs on.
 
