@@ -56,9 +56,10 @@ pub fn format_eta(d: Duration) -> String {
 
 /// What the bar says after the counts: the phase and, once there is a rate, the time left.
 fn message(phase: &str, done_in_phase: u64, remaining: u64, elapsed: Duration) -> String {
-    match eta(done_in_phase, remaining, elapsed) {
-        Some(d) => format!("{phase}, eta {}", format_eta(d)),
-        None => phase.to_string(),
+    match (eta(done_in_phase, remaining, elapsed), phase.is_empty()) {
+        (Some(d), false) => format!("{phase}, eta {}", format_eta(d)),
+        (Some(d), true) => format!("eta {}", format_eta(d)),
+        (None, _) => phase.to_string(),
     }
 }
 
@@ -70,8 +71,23 @@ pub struct Ticker {
 }
 
 impl Ticker {
-    /// Start a ticker drawing on stderr after one second, if stderr is a terminal.
+    /// Start a ticker for one phase of `total` items (`position` says how many are done),
+    /// drawing on stderr after one second, if stderr is a terminal.
     pub fn start_if_terminal(
+        label: String,
+        total: u64,
+        position: impl Fn() -> u64 + Send + 'static,
+    ) -> Option<Ticker> {
+        Ticker::start_phased_if_terminal(label, move || Position {
+            phase: "",
+            done: position(),
+            total,
+        })
+    }
+
+    /// Start a ticker for work in phases (`position` says which phase and how far into it),
+    /// drawing on stderr after one second, if stderr is a terminal.
+    pub fn start_phased_if_terminal(
         label: String,
         position: impl Fn() -> Position + Send + 'static,
     ) -> Option<Ticker> {
@@ -202,6 +218,11 @@ mod tests {
             "creating, eta 1m30s"
         );
         assert_eq!(message("syncing", 0, 0, Duration::from_secs(3)), "syncing");
+        assert_eq!(
+            message("", 1, 1, Duration::from_secs(3)),
+            "eta 3s",
+            "one phase"
+        );
         assert_eq!(format_eta(Duration::from_secs(42)), "42s");
         assert_eq!(format_eta(Duration::from_secs(3 * 3600 + 125)), "3h02m");
     }

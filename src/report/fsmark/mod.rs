@@ -162,15 +162,17 @@ impl<W: Write> Reporter for Printer<W> {
         self.stop_ticker();
         if self.show_progress {
             let p = start.progress.clone();
-            self.ticker =
-                Ticker::start_if_terminal(format!("fsmark loop {}", start.index), move || {
+            self.ticker = Ticker::start_phased_if_terminal(
+                format!("fsmark loop {}", start.index),
+                move || {
                     let now = p.snapshot();
                     Position {
                         phase: now.phase.name(),
                         done: now.done,
                         total: now.total,
                     }
-                });
+                },
+            );
         }
         Ok(())
     }
