@@ -132,6 +132,12 @@ mod tests {
     #[test]
     fn no_flags_is_labfs_on_the_default_memory_device() {
         assert_eq!(config(&[]).unwrap(), BackendConfig::default());
+        let parsed = Cli::try_parse_from(["prog"]).unwrap();
+        assert_eq!(
+            parsed.backend,
+            BackendArgs::default(),
+            "Default is clap's default"
+        );
         let BackendConfig::Lab(lab) = config(&["--device", "mem:64m", "--mkfs"]).unwrap() else {
             panic!("labfs")
         };

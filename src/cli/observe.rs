@@ -29,7 +29,7 @@ use crate::trace::session::{
 };
 
 /// Observability flags, flattened into each binary's arguments.
-#[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
 pub struct ObserveArgs {
     /// Record tracepoints: comma list of event names or globs (`xfs_ail_*`, `xfs:*`,
     /// `all`, `!name` to exclude); `--trace list` prints the catalogue and exits.
@@ -64,6 +64,23 @@ pub struct ObserveArgs {
     /// prints the difference between before and after.
     #[arg(long)]
     pub stats_clear: bool,
+}
+
+impl Default for ObserveArgs {
+    /// What the command line gives when none of these flags is used (clap's defaults).
+    fn default() -> Self {
+        ObserveArgs {
+            trace: None,
+            trace_out: None,
+            trace_format: TraceFormat::default(),
+            trace_hist: Vec::new(),
+            trace_buffer: DEFAULT_RING_ENTRIES,
+            stats: false,
+            stats_out: None,
+            stats_decode: None,
+            stats_clear: false,
+        }
+    }
 }
 
 fn parse_format(s: &str) -> Result<TraceFormat, String> {
@@ -486,6 +503,18 @@ mod tests {
         std::fs::write(&a, "dir x y\n").unwrap();
         let e = decode_files(&[a]).unwrap_err().to_string();
         assert!(e.starts_with("--stats-decode"), "{e}");
+    }
+
+    #[test]
+    fn default_is_what_the_command_line_gives_without_these_flags() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            observe: ObserveArgs,
+        }
+        let parsed = <Cli as clap::Parser>::try_parse_from(["prog"]).unwrap();
+        assert_eq!(parsed.observe, ObserveArgs::default());
+        assert!(ObserveArgs::default().validate().is_ok());
     }
 
     #[test]
