@@ -9,8 +9,10 @@
 //! - [`json`]: writing a JSON document to a file atomically (rewritten as a run goes, so a
 //!   crash loses little).
 //! - [`latency`]: percentiles of an `hdrhistogram` and a comfy-table rendering of them.
+//! - [`fio`]: fio 3.33's normal, JSON, json+ and terse reports and its per-job logs.
 //! - [`fsmark`]: fs_mark 3.3's header, table rows, summary and log file, plus fsmark's JSON.
 
+pub mod fio;
 pub mod fsmark;
 pub mod json;
 pub mod latency;

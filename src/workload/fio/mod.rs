@@ -16,5 +16,7 @@ pub mod cmdline;
 pub mod fio_names;
 pub mod job;
 pub mod jobfile;
+pub mod jobset;
 pub mod number;
 pub mod options;
+pub mod stats;

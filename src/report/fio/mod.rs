@@ -1,0 +1,116 @@
+//! fio 3.33's outputs, byte for byte where scripts read them.
+//!
+//! - [`num2str`]: fio's number formatting (`333MiB/s`, `18.3k`).
+//! - [`normal`]: the human-readable report and the lines printed before a run.
+//! - [`json`]: `json` and `json+` in fio's own JSON layout.
+//! - [`terse`]: the `;`-separated lines (versions 2 to 5, 3 by default).
+//! - [`logs`]: the per-job bandwidth, IOPS and latency logs fio's plotting scripts read.
+//!
+//! The statistics themselves (what is measured and how clones merge into reports) live in
+//! [`crate::workload::fio::stats`]; this module only formats them.
+
+pub mod json;
+pub mod logs;
+pub mod normal;
+pub mod num2str;
+pub mod terse;
+
+use std::fmt::Write;
+
+use crate::workload::fio::job::UnitBase;
+use crate::workload::fio::stats::DiskUtil;
+use num2str::Unit;
+
+/// The unit of rates for a `unit_base`.
+pub fn rate_unit(u: UnitBase) -> Unit {
+    match u {
+        UnitBase::Bytes => Unit::BytePerSec,
+        UnitBase::Bits => Unit::BitPerSec,
+    }
+}
+
+const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// `ctime(3)` of a time in seconds since the epoch, in local time, with its newline:
+/// `Mon Nov 30 06:35:49 2026\n`.
+pub fn ctime(secs: i64) -> String {
+    let t: libc::time_t = secs;
+    // SAFETY: tm is plain data that localtime_r fills; both pointers are valid for the call.
+    let tm = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&t, &mut tm).is_null() {
+            return format!("{secs}\n");
+        }
+        tm
+    };
+    let day = DAYS.get(tm.tm_wday as usize).copied().unwrap_or("???");
+    let month = MONTHS.get(tm.tm_mon as usize).copied().unwrap_or("???");
+    format!(
+        "{day} {month}{:3} {:02}:{:02}:{:02} {}\n",
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        i64::from(tm.tm_year) + 1900
+    )
+}
+
+/// The "Disk stats" block of the normal report (empty without disks).
+pub fn disk_stats(disks: &[DiskUtil]) -> String {
+    let mut out = String::new();
+    if disks.is_empty() {
+        return out;
+    }
+    out.push_str("\nDisk stats (read/write):\n");
+    for d in disks {
+        let _ = writeln!(
+            out,
+            "  {}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={:3.2}%",
+            d.name,
+            d.ios[0],
+            d.ios[1],
+            d.merges[0],
+            d.merges[1],
+            d.ticks[0],
+            d.ticks[1],
+            d.in_queue,
+            d.util()
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctime_has_fios_shape() {
+        let s = ctime(1_796_020_552);
+        // Weekday, month, day padded to 3, time, year, newline; the zone decides the rest.
+        assert_eq!(s.len(), 25, "{s:?}");
+        assert!(s.ends_with(" 2026\n"), "{s:?}");
+        assert_eq!(&s[3..4], " ");
+        assert_eq!(&s[13..14], ":");
+    }
+
+    #[test]
+    fn disk_line_matches_the_capture() {
+        let d = DiskUtil {
+            name: "vda".into(),
+            ios: [0, 4],
+            merges: [0, 0],
+            ticks: [0, 10],
+            in_queue: 9,
+            io_ticks: 8,
+            msec: 1000,
+        };
+        assert_eq!(
+            disk_stats(&[d]),
+            "\nDisk stats (read/write):\n  vda: ios=0/4, merge=0/0, ticks=0/10, in_queue=9, util=0.80%\n"
+        );
+    }
+}
