@@ -18,6 +18,7 @@
 //! a real small filesystem. It stores file sizes, not contents: reads return zeroes.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::{IoSlice, IoSliceMut};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +27,7 @@ use std::thread::ThreadId;
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
+use super::queue::{IoQueue, QueueKind, ThreadedQueue};
 use super::{
     DirEntry, FallocMode, Fd, FileKind, FileStat, FsStat, OpenFlags, Result, Target, TargetError,
 };
@@ -93,6 +95,9 @@ pub enum Op {
     Statfs,
     Sync,
     Syncfs,
+    Lseek,
+    Preadv,
+    Pwritev,
 }
 
 /// One target call with its arguments. Descriptor calls carry the path the descriptor was
@@ -180,6 +185,20 @@ pub enum Call {
     Syncfs {
         path: PathBuf,
     },
+    Lseek {
+        path: PathBuf,
+        offset: u64,
+    },
+    Preadv {
+        path: PathBuf,
+        len: usize,
+        offset: u64,
+    },
+    Pwritev {
+        path: PathBuf,
+        len: usize,
+        offset: u64,
+    },
 }
 
 impl Call {
@@ -208,6 +227,9 @@ impl Call {
             Call::Statfs { .. } => Op::Statfs,
             Call::Sync => Op::Sync,
             Call::Syncfs { .. } => Op::Syncfs,
+            Call::Lseek { .. } => Op::Lseek,
+            Call::Preadv { .. } => Op::Preadv,
+            Call::Pwritev { .. } => Op::Pwritev,
         }
     }
 
@@ -233,7 +255,10 @@ impl Call {
             | Call::Stat { path }
             | Call::Truncate { path, .. }
             | Call::Statfs { path }
-            | Call::Syncfs { path } => Some(path),
+            | Call::Syncfs { path }
+            | Call::Lseek { path, .. }
+            | Call::Preadv { path, .. }
+            | Call::Pwritev { path, .. } => Some(path),
             Call::Rename { from, .. } => Some(from),
             Call::Link { existing, .. } => Some(existing),
         }
@@ -502,6 +527,38 @@ impl Target for RecordingTarget {
         self.record(Call::Syncfs { path: path.into() }, || {
             self.inner.syncfs(path)
         })
+    }
+
+    fn lseek(&self, fd: Fd, offset: u64) -> Result<u64> {
+        let call = Call::Lseek {
+            path: self.fd_path(fd),
+            offset,
+        };
+        self.record(call, || self.inner.lseek(fd, offset))
+    }
+
+    fn preadv(&self, fd: Fd, bufs: &mut [IoSliceMut<'_>], offset: u64) -> Result<usize> {
+        let call = Call::Preadv {
+            path: self.fd_path(fd),
+            len: bufs.iter().map(|b| b.len()).sum(),
+            offset,
+        };
+        self.record(call, || self.inner.preadv(fd, bufs, offset))
+    }
+
+    fn pwritev(&self, fd: Fd, bufs: &[IoSlice<'_>], offset: u64) -> Result<usize> {
+        let call = Call::Pwritev {
+            path: self.fd_path(fd),
+            len: bufs.iter().map(|b| b.len()).sum(),
+            offset,
+        };
+        self.record(call, || self.inner.pwritev(fd, bufs, offset))
+    }
+
+    /// Queued requests are served by worker threads calling this target, so each one is
+    /// recorded as the pread/pwrite/fsync it becomes.
+    fn io_queue(self: Arc<Self>, _kind: QueueKind, depth: u32) -> Result<Box<dyn IoQueue>> {
+        Ok(Box::new(ThreadedQueue::new(self, depth)?))
     }
 }
 
@@ -1005,6 +1062,36 @@ impl Target for MemTarget {
             return Err(Errno::ENOENT.into());
         }
         Ok(())
+    }
+
+    fn lseek(&self, fd: Fd, offset: u64) -> Result<u64> {
+        let mut s = self.state.lock();
+        let o = s.fds.get_mut(&fd.0).ok_or(Errno::EBADF)?;
+        o.offset = offset;
+        Ok(offset)
+    }
+
+    fn preadv(&self, fd: Fd, bufs: &mut [IoSliceMut<'_>], offset: u64) -> Result<usize> {
+        let mut done = 0usize;
+        for b in bufs.iter_mut() {
+            let n = self.pread(fd, b, offset + done as u64)?;
+            done += n;
+            if n < b.len() {
+                break;
+            }
+        }
+        Ok(done)
+    }
+
+    fn pwritev(&self, fd: Fd, bufs: &[IoSlice<'_>], offset: u64) -> Result<usize> {
+        let len: usize = bufs.iter().map(|b| b.len()).sum();
+        let mut s = self.state.lock();
+        let open = s.open_file(fd)?;
+        s.write_at(open, len, offset, self.capacity_blocks)
+    }
+
+    fn io_queue(self: Arc<Self>, _kind: QueueKind, depth: u32) -> Result<Box<dyn IoQueue>> {
+        Ok(Box::new(ThreadedQueue::new(self, depth)?))
     }
 }
 
