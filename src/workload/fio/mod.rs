@@ -13,6 +13,7 @@
 //! The report side (normal, JSON, terse, logs) is [`crate::report::fio`].
 
 pub mod cmdline;
+pub mod engine;
 pub mod fio_names;
 pub mod job;
 pub mod jobfile;
