@@ -13,8 +13,8 @@
 pub mod aio;
 pub mod host;
 pub mod lab;
+pub mod open;
 pub mod queue;
-pub mod recording;
 
 use std::fmt;
 use std::io::{IoSlice, IoSliceMut};

@@ -285,7 +285,7 @@ impl Drop for ThreadedQueue {
 mod tests {
     use super::*;
     use crate::backend::OpenFlags;
-    use crate::backend::recording::{Call, RecordingTarget};
+    use crate::testing::{Call, RecordingTarget};
 
     #[test]
     fn buffers_are_page_aligned_and_zeroed() {

@@ -8,6 +8,7 @@
 //!   phases, so pipes and tests never see it.
 //! - [`json`]: writing a JSON document to a file atomically (rewritten as a run goes, so a
 //!   crash loses little).
+//! - [`output`]: output files named on the command line, created before the run starts.
 //! - [`latency`]: percentiles of an `hdrhistogram` and a comfy-table rendering of them.
 //! - [`fio`]: fio 3.33's normal, JSON, json+ and terse reports and its per-job logs.
 //! - [`fsmark`]: fs_mark 3.3's header, table rows, summary and log file, plus fsmark's JSON.
@@ -16,4 +17,5 @@ pub mod fio;
 pub mod fsmark;
 pub mod json;
 pub mod latency;
+pub mod output;
 pub mod progress;

@@ -360,7 +360,7 @@ pub fn lay_out(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::recording::{Call, RecordingTarget};
+    use crate::testing::{Call, RecordingTarget};
     use crate::workload::fio::options::apply_option;
 
     fn spec(lines: &[&str]) -> JobSpec {

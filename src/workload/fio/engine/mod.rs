@@ -370,7 +370,7 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::recording::RecordingTarget;
+    use crate::testing::RecordingTarget;
     use crate::workload::fio::cmdline;
     use crate::workload::fio::jobfile::{Keywords, VarList};
     use crate::workload::fio::jobset::{FsReader, build};

@@ -1169,7 +1169,7 @@ impl Worker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::recording::{Call, RecordingTarget};
+    use crate::testing::{Call, RecordingTarget};
     use crate::workload::fio::engine::files::{file_paths, lay_out, plan};
     use crate::workload::fio::options::apply_option;
     use std::path::Path;
