@@ -6,12 +6,14 @@
 //! - [`backend_args`]: `--fs`, `--device`, `-o`, `--mkfs`.
 //! - [`observe`]: `--trace*` and `--stats*`, and the [`observe::Observer`] they configure.
 //! - [`interrupt`]: the two-stage Ctrl-C.
+//! - [`fiolike`]: fio's command line and job files, and the fiolike command.
 //! - [`fsmark`]: fs_mark's command line and the fsmark command.
 //!
 //! Engines (in [`crate::workload`]) never see clap: each command here turns its arguments into
 //! the engine's plain configuration.
 
 pub mod backend_args;
+pub mod fiolike;
 pub mod fsmark;
 pub mod interrupt;
 pub mod observe;

@@ -9,6 +9,7 @@
 //! The statistics themselves (what is measured and how clones merge into reports) live in
 //! [`crate::workload::fio::stats`]; this module only formats them.
 
+pub mod eta;
 pub mod json;
 pub mod logs;
 pub mod normal;
@@ -17,9 +18,67 @@ pub mod terse;
 
 use std::fmt::Write;
 
+use crate::workload::fio::cmdline::OutputFormats;
 use crate::workload::fio::job::UnitBase;
-use crate::workload::fio::stats::DiskUtil;
+use crate::workload::fio::stats::{DiskUtil, GroupStats, ThreadStats};
+use json::JsonClock;
 use num2str::Unit;
+
+/// Everything the end-of-run report shows.
+#[derive(Debug, Clone, Copy)]
+pub struct Final<'a> {
+    /// One entry per report (clone, or group with `group_reporting`).
+    pub reports: &'a [ThreadStats],
+    /// One entry per reporting group.
+    pub groups: &'a [GroupStats],
+    /// JSON "global options".
+    pub global_options: &'a [(String, Option<String>)],
+    /// Host disks ("Disk stats").
+    pub disks: &'a [DiskUtil],
+    /// Which formats.
+    pub formats: OutputFormats,
+    /// `--terse-version`.
+    pub terse_version: u8,
+    /// Times for the JSON header and the report lines.
+    pub clock: JsonClock,
+}
+
+/// The report in every requested format, in fio's order: terse lines, then the JSON
+/// document, then the normal text (fio fills one buffer per format and prints them in that
+/// order, `__show_run_stats`).
+pub fn render(f: &Final<'_>) -> String {
+    let mut out = String::new();
+    if f.formats.terse {
+        for ts in f.reports {
+            if let Some(rs) = f.groups.get(ts.groupid as usize) {
+                out.push_str(&terse::line(ts, rs, f.disks, f.terse_version));
+            }
+        }
+    }
+    if f.formats.any_json() {
+        out.push_str(&json::document(
+            f.reports,
+            f.groups,
+            f.global_options,
+            f.disks,
+            &f.clock,
+            f.formats.json_plus,
+        ));
+    }
+    if f.formats.normal {
+        out.push('\n');
+        for ts in f.reports {
+            if let Some(rs) = f.groups.get(ts.groupid as usize) {
+                out.push_str(&normal::thread_status(ts, rs, f.clock.now_secs));
+            }
+        }
+        for rs in f.groups {
+            out.push_str(&normal::group_status(rs));
+        }
+        out.push_str(&disk_stats(f.disks));
+    }
+    out
+}
 
 /// The unit of rates for a `unit_base`.
 pub fn rate_unit(u: UnitBase) -> Unit {

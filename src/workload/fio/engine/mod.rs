@@ -35,7 +35,7 @@ use random::Rng;
 use worker::{CloneProgress, CloneSetup, Worker};
 
 /// Where and how a run happens.
-pub struct EngineEnv {
+pub struct EngineEnv<'a> {
     /// The target every job runs on.
     pub target: Arc<dyn Target>,
     /// Where relative file names resolve (the current directory on the host, `/` on labfs).
@@ -45,8 +45,8 @@ pub struct EngineEnv {
     pub verify_directories: bool,
     /// Measure the host's block devices for "Disk stats".
     pub disk_stats: bool,
-    /// Set by Ctrl-C: every clone stops at its next I/O.
-    pub interrupt: Arc<AtomicBool>,
+    /// Raised by Ctrl-C: every clone stops at its next I/O (seen within 100 ms).
+    pub stop: &'a AtomicBool,
 }
 
 /// A run that could not start.
@@ -75,6 +75,17 @@ impl RunView<'_> {
         let mut out = [0u64; 3];
         for (p, _, _) in self.clones {
             for (o, b) in out.iter_mut().zip(&p.bytes) {
+                *o += b.load(Ordering::Relaxed);
+            }
+        }
+        out
+    }
+
+    /// I/Os done so far per direction.
+    pub fn ios_done(&self) -> [u64; 3] {
+        let mut out = [0u64; 3];
+        for (p, _, _) in self.clones {
+            for (o, b) in out.iter_mut().zip(&p.ios) {
                 *o += b.load(Ordering::Relaxed);
             }
         }
@@ -176,11 +187,13 @@ fn failed_stats(job: &Job, err: &SetupError) -> ThreadStats {
 
 /// Run every job of `set` on `env.target`.
 pub fn run(
-    env: &EngineEnv,
+    env: &EngineEnv<'_>,
     set: &JobSet,
     events: &mut dyn RunEvents,
 ) -> Result<RunOutcome, EngineError> {
     let started = Instant::now();
+    // The clones poll their own flag; the watcher copies Ctrl-C into it.
+    let interrupt = Arc::new(AtomicBool::new(env.stop.load(Ordering::Relaxed)));
     if env.verify_directories {
         for job in &set.jobs {
             for d in &job.spec.directories {
@@ -236,7 +249,7 @@ pub fn run(
     let mut results: Vec<(usize, u32, CloneStats, Vec<JobLog>)> = Vec::new();
     let generation = AtomicU64::new(0);
     for batch in batches {
-        if env.interrupt.load(Ordering::Relaxed) {
+        if env.stop.load(Ordering::Relaxed) {
             break;
         }
         let mut handles = Vec::new();
@@ -276,7 +289,7 @@ pub fn run(
                 files: setup.files,
                 size: setup.size,
                 target: Arc::clone(&env.target),
-                interrupt: Arc::clone(&env.interrupt),
+                interrupt: Arc::clone(&interrupt),
                 progress: Arc::clone(&progress),
             };
             let (ji, ci, gr) = (p.job, p.clone, job.spec.group_reporting);
@@ -326,6 +339,9 @@ pub fn run(
         };
         while handles.iter().any(|(_, _, _, h)| !h.is_finished()) {
             std::thread::sleep(Duration::from_millis(100));
+            if env.stop.load(Ordering::Relaxed) {
+                interrupt.store(true, Ordering::Relaxed);
+            }
             events.tick(&view);
         }
         for (ji, ci, gr, h) in handles {
@@ -362,7 +378,7 @@ pub fn run(
         logs,
         groups: set.groups(),
         disks: disk_watch.map(|w| w.finish()).unwrap_or_default(),
-        interrupted: env.interrupt.load(Ordering::Relaxed),
+        interrupted: env.stop.load(Ordering::Relaxed),
         elapsed: started.elapsed(),
     })
 }
@@ -404,13 +420,15 @@ mod tests {
         .unwrap()
     }
 
-    fn env(t: Arc<dyn Target>) -> EngineEnv {
+    static NO_STOP: AtomicBool = AtomicBool::new(false);
+
+    fn env(t: Arc<dyn Target>) -> EngineEnv<'static> {
         EngineEnv {
             target: t,
             base_dir: PathBuf::from("/"),
             verify_directories: false,
             disk_stats: false,
-            interrupt: Arc::new(AtomicBool::new(false)),
+            stop: &NO_STOP,
         }
     }
 

@@ -37,6 +37,8 @@ use crate::workload::fio::stats::{JobLog, LogKind, LogSample, ThreadStats};
 pub struct CloneProgress {
     /// Bytes done per direction (read, write, trim).
     pub bytes: [AtomicU64; 3],
+    /// I/Os done per direction.
+    pub ios: [AtomicU64; 3],
     /// The clone has finished.
     pub finished: AtomicBool,
     /// Raised by the coordinator to ask for a snapshot of the statistics.
@@ -798,6 +800,7 @@ impl Worker {
                 self.total_bytes[di] += n;
                 self.blocks[di] += 1;
                 self.progress.bytes[di].fetch_add(n, Ordering::Relaxed);
+                self.progress.ios[di].fetch_add(1, Ordering::Relaxed);
                 if let Some(l) = &mut self.lat_logs {
                     l[0].add(elapsed_ms, lat, di, u.len);
                     l[2].add(elapsed_ms, clat, di, u.len);
