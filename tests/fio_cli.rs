@@ -387,6 +387,99 @@ fn host_directories_run_with_the_same_engine() {
 }
 
 #[test]
+fn a_job_that_fails_mid_run_reports_its_error_beside_the_others_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rc, out, err) = run(
+        tmp.path(),
+        &[],
+        &[
+            "--device=mem:16m",
+            "--name=small",
+            "--rw=write",
+            "--size=1m",
+            "--directory=/a",
+            "--name=filler",
+            "--stonewall",
+            "--rw=write",
+            "--fallocate=none",
+            "--size=64m",
+            "--directory=/b",
+        ],
+    );
+    assert_eq!(rc, 1, "{err}");
+    assert!(
+        out.contains("small: (groupid=0, jobs=1): err= 0: pid="),
+        "{out}"
+    );
+    assert!(
+        out.contains("filler: (groupid=1, jobs=1): err=28 ("),
+        "the failed job keeps what it did and its error: {out}"
+    );
+    assert!(
+        out.contains("Run status group 0 (all jobs):\n  WRITE: bw="),
+        "{out}"
+    );
+    assert!(err.contains("fio: pid="), "{err}");
+    assert!(err.contains("err=28/"), "{err}");
+    assert!(err.contains("fiolike: 1 of 2 job clone(s) failed"), "{err}");
+}
+
+#[test]
+fn status_interval_prints_the_report_while_running() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rc, out, err) = run(
+        tmp.path(),
+        &[],
+        &[
+            "--status-interval=300ms",
+            "--name=st",
+            "--rw=write",
+            "--size=1m",
+            "--time_based",
+            "--runtime=1s",
+            "--directory=/s",
+        ],
+    );
+    assert_eq!(rc, 0, "{err}");
+    let reports = out.matches("Run status group 0 (all jobs):").count();
+    assert!(
+        reports >= 3,
+        "interval reports plus the final one: {reports}\n{out}"
+    );
+}
+
+#[test]
+fn ctrl_c_stops_the_jobs_and_reports_what_was_done() {
+    let tmp = tempfile::tempdir().unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_fiolike"))
+        .current_dir(tmp.path())
+        .args([
+            "--name=long",
+            "--rw=write",
+            "--size=1m",
+            "--time_based",
+            "--runtime=60s",
+            "--directory=/l",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signalling a child we started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed().as_secs() < 10, "stopped promptly");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("long: (groupid=0, jobs=1): err= 0"), "{text}");
+    assert!(text.contains("  WRITE: bw="), "{text}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("interrupted"), "{err}");
+}
+
+#[test]
 fn shape_keeps_labels_and_drops_figures() {
     let a = shape("  write: IOPS=5333, BW=333MiB/s (350MB/s)(8192KiB/24msec); 0 zone resets");
     let b = shape("  write: IOPS=18.3k, BW=9764KiB/s (9998kB/s)(8192KiB/839msec); 0 zone resets");

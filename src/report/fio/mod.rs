@@ -88,33 +88,9 @@ pub fn rate_unit(u: UnitBase) -> Unit {
     }
 }
 
-const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-const MONTHS: [&str; 12] = [
-    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-];
-
-/// `ctime(3)` of a time in seconds since the epoch, in local time, with its newline:
-/// `Mon Nov 30 06:35:49 2026\n`.
+/// `ctime(3)` (the crate's one), in fio's signed seconds.
 pub fn ctime(secs: i64) -> String {
-    let t: libc::time_t = secs;
-    // SAFETY: tm is plain data that localtime_r fills; both pointers are valid for the call.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&t, &mut tm).is_null() {
-            return format!("{secs}\n");
-        }
-        tm
-    };
-    let day = DAYS.get(tm.tm_wday as usize).copied().unwrap_or("???");
-    let month = MONTHS.get(tm.tm_mon as usize).copied().unwrap_or("???");
-    format!(
-        "{day} {month}{:3} {:02}:{:02}:{:02} {}\n",
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
-        i64::from(tm.tm_year) + 1900
-    )
+    crate::report::ctime(u64::try_from(secs).unwrap_or(0))
 }
 
 /// The "Disk stats" block of the normal report (empty without disks).

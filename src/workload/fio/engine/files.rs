@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use super::random::{RandMap, Rng};
+use super::random::{RandMap, Rng, between};
 use crate::backend::queue::IoBuf;
 use crate::backend::{
     Access, Errno, FallocMode, Fd, OpenFlags, Target, TargetError, mkdir_parents,
@@ -226,7 +226,7 @@ pub fn plan(
                         job: job.to_string(),
                     });
                 }
-                let target_size = if lo == hi { lo } else { rng.between(lo, hi) };
+                let target_size = if lo == hi { lo } else { between(rng, lo, hi) };
                 f.io_size = target_size - f.file_offset;
             }
             Some(_) => f.io_size = f.real_size.saturating_sub(f.file_offset),

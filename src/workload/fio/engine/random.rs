@@ -1,75 +1,20 @@
 //! Random numbers and fio's random map.
 //!
 //! fio seeds each job's generators from `randseed` (0x89 by default) so that with
-//! `randrepeat=1` a run repeats itself; each clone gets its own stream. fiolike uses
-//! xoshiro256** seeded through SplitMix64 (its own code; fio's Tausworthe sequence is not
-//! reproduced, only its repeatability).
+//! `randrepeat=1` a run repeats itself; each clone gets its own stream. fiolike draws from the
+//! crate's one seeded generator ([`crate::rng::SplitMix64`]); fio's Tausworthe sequence is not
+//! reproduced, only its repeatability.
 //!
 //! The random map (`axmap` in fio) remembers which blocks a pass has touched, so random I/O
 //! visits every block of a file exactly once per pass: a random block is drawn, and if it was
 //! already used the next free one after it is taken (wrapping), as fio's `axmap_next_free`.
 
-/// xoshiro256**.
-#[derive(Debug, Clone)]
-pub struct Rng {
-    s: [u64; 4],
-}
+/// The crate's seeded generator ([`crate::rng::SplitMix64`]), the one every engine uses.
+pub use crate::rng::SplitMix64 as Rng;
 
-fn splitmix(x: &mut u64) -> u64 {
-    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *x;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-impl Rng {
-    /// A generator for `seed`.
-    pub fn new(seed: u64) -> Rng {
-        let mut x = seed;
-        Rng {
-            s: [
-                splitmix(&mut x),
-                splitmix(&mut x),
-                splitmix(&mut x),
-                splitmix(&mut x),
-            ],
-        }
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        let result = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
-        let t = self.s[1] << 17;
-        self.s[2] ^= self.s[0];
-        self.s[3] ^= self.s[1];
-        self.s[1] ^= self.s[2];
-        self.s[0] ^= self.s[3];
-        self.s[2] ^= t;
-        self.s[3] = self.s[3].rotate_left(45);
-        result
-    }
-
-    /// A value in `0..n` (`n` > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-
-    /// A value in `lo..=hi` (fio's `rand_between`).
-    pub fn between(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi - lo + 1)
-    }
-
-    /// Fill a buffer with random bytes.
-    pub fn fill(&mut self, buf: &mut [u8]) {
-        let mut chunks = buf.chunks_exact_mut(8);
-        for c in &mut chunks {
-            c.copy_from_slice(&self.next_u64().to_le_bytes());
-        }
-        let rest = chunks.into_remainder();
-        let last = self.next_u64().to_le_bytes();
-        rest.copy_from_slice(&last[..rest.len()]);
-    }
+/// A value in `lo..=hi` (fio's `rand_between`).
+pub fn between(rng: &mut Rng, lo: u64, hi: u64) -> u64 {
+    lo + rng.below(hi - lo + 1)
 }
 
 /// Which blocks of a file a pass has used.
@@ -193,7 +138,7 @@ mod tests {
         }
         assert_ne!(Rng::new(7).next_u64(), Rng::new(8).next_u64());
         let mut r = Rng::new(1);
-        assert!((0..1000).all(|_| r.between(1, 100) >= 1));
+        assert!((0..1000).all(|_| (1..=100).contains(&between(&mut r, 1, 100))));
         let mut buf = [0u8; 13];
         r.fill(&mut buf);
         assert!(buf.iter().any(|&x| x != 0));

@@ -26,7 +26,7 @@ use std::time::Instant;
 use parking_lot::Mutex;
 
 use super::files::FioFile;
-use super::random::{RandMap, Rng};
+use super::random::{RandMap, Rng, between};
 use crate::backend::queue::{IoBuf, IoCompletion, IoKind, IoQueue, IoRequest, QueueKind};
 use crate::backend::{Access, Errno, Fd, OpenFlags, Target, TargetError};
 use crate::workload::fio::job::{Ddir, IoEngineKind, JobSpec};
@@ -642,7 +642,7 @@ impl Worker {
         if self.spec.rw.mixed() {
             let cur = self.rwmix_ddir.index();
             if self.io_issues[cur] >= self.rwmix_issues {
-                let v = self.mix.between(1, 100);
+                let v = between(&mut self.mix, 1, 100);
                 let ddir = if v <= u64::from(self.spec.rwmixread) {
                     Ddir::Read
                 } else {
