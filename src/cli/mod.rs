@@ -8,14 +8,18 @@
 //! - [`interrupt`]: the two-stage Ctrl-C.
 //! - [`fiolike`]: fio's command line and job files, and the fiolike command.
 //! - [`fsmark`]: fs_mark's command line and the fsmark command.
+//! - [`csumhist`]: csumhist's subcommands (run, stat, bench).
+//! - [`labfs`]: the admin tool's command line (mkfs, check, info, print).
 //!
 //! Engines (in [`crate::workload`]) never see clap: each command here turns its arguments into
 //! the engine's plain configuration.
 
 pub mod backend_args;
+pub mod csumhist;
 pub mod fiolike;
 pub mod fsmark;
 pub mod interrupt;
+pub mod labfs;
 pub mod observe;
 pub mod tool;
 

@@ -12,7 +12,9 @@
 //! - [`latency`]: percentiles of an `hdrhistogram` and a comfy-table rendering of them.
 //! - [`fio`]: fio 3.33's normal, JSON, json+ and terse reports and its per-job logs.
 //! - [`fsmark`]: fs_mark 3.3's header, table rows, summary and log file, plus fsmark's JSON.
+//! - [`csum`]: csumhist's size tables, comparisons, engine tables, JSON and SVG plot.
 
+pub mod csum;
 pub mod fio;
 pub mod fsmark;
 pub mod json;
