@@ -7,6 +7,7 @@
 //! - [`backend_args`]: `--fs`, `--device`, `-o`, `--mkfs`.
 //! - [`observe`]: `--trace*` and `--stats*`, and the [`observe::Observer`] they configure.
 //! - [`interrupt`]: the two-stage Ctrl-C.
+//! - [`fiolike`]: fio's command line and job files, and the fiolike command.
 //! - [`fsmark`]: fs_mark's command line and the fsmark command.
 //! - [`csumhist`]: csumhist's subcommands (run, stat, bench).
 //! - [`labfs`]: the admin tool's command line (mkfs, check, info, print).
@@ -16,6 +17,7 @@
 
 pub mod backend_args;
 pub mod csumhist;
+pub mod fiolike;
 pub mod fsmark;
 pub mod interrupt;
 pub mod labfs;
