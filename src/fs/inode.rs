@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use parking_lot::RwLock;
 use parking_lot::lock_api::RawRwLock as _;
 
+use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::dinode::{DinodeCore, ForkFormat};
 use crate::fs::vfs::FileKind;
 
@@ -196,6 +197,23 @@ impl Inode {
     pub(crate) fn has_flag(&self, bit: u8) -> bool {
         self.flags.load(Ordering::Acquire) & bit != 0
     }
+
+    /// Refuse an inode that has been freed, with ENOENT (call with its lock held).
+    ///
+    /// A handle (`Arc<Inode>`) from a lookup does not pin the inode the way an open does: an
+    /// unlink by another thread inactivates it as soon as it has no links and no opens, frees
+    /// it, and its number can go to a new inode (a new in-core inode; this one is out of the
+    /// cache). An operation through the old handle must then change nothing: mapping blocks
+    /// into the freed fork (which may still be a removed directory's inline fork) or logging
+    /// the stale core would corrupt the filesystem or the number's next owner. Inactivation
+    /// sets [`iflags::FREED`] with the inode lock held, so checking under the lock is exact.
+    pub fn check_allocated(&self) -> FsResult<()> {
+        if self.has_flag(iflags::FREED) {
+            Err(FsError::NotFound)
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// The inode lock held exclusive, owning a reference to the inode.
@@ -209,6 +227,14 @@ impl InodeWrite {
         // SAFETY: the matching unlock happens exactly once, in Drop.
         let _token = unsafe { ip.core.raw().lock_exclusive() };
         InodeWrite { ip }
+    }
+
+    /// Take the lock exclusive on an inode reached through a caller's handle, refusing one
+    /// freed since the handle was taken; see [`Inode::check_allocated`].
+    pub fn lock_allocated(ip: Arc<Inode>) -> FsResult<InodeWrite> {
+        let w = InodeWrite::lock(ip);
+        w.ip.check_allocated()?;
+        Ok(w)
     }
 
     /// Take the lock exclusive if it is free.
@@ -256,6 +282,14 @@ impl InodeRead {
         // SAFETY: the matching unlock happens exactly once, in Drop.
         let _token = unsafe { ip.core.raw().lock_shared() };
         InodeRead { ip }
+    }
+
+    /// Take the lock shared on an inode reached through a caller's handle, refusing one freed
+    /// since the handle was taken; see [`Inode::check_allocated`].
+    pub fn lock_allocated(ip: Arc<Inode>) -> FsResult<InodeRead> {
+        let r = InodeRead::lock(ip);
+        r.ip.check_allocated()?;
+        Ok(r)
     }
 
     /// Take the lock shared if no writer holds it.
