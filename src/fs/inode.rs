@@ -20,6 +20,7 @@ use parking_lot::lock_api::RawRwLock as _;
 
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::dinode::{DinodeCore, ForkFormat};
+use crate::fs::lockcheck::{self, Held, LockClass, LockId};
 use crate::fs::vfs::FileKind;
 
 /// Mode bits of a regular file (S_IFREG).
@@ -216,17 +217,25 @@ impl Inode {
     }
 }
 
+/// The lock-order identity of an inode's ILOCK.
+fn ilock_id(ip: &Inode) -> LockId {
+    LockId::new(LockClass::Ilock, ip.ino)
+}
+
 /// The inode lock held exclusive, owning a reference to the inode.
 pub struct InodeWrite {
     ip: Arc<Inode>,
+    _held: Held,
 }
 
 impl InodeWrite {
-    /// Take the lock exclusive, waiting if needed.
+    /// Take the lock exclusive, waiting if needed (checked against the lock order first).
+    #[track_caller]
     pub fn lock(ip: Arc<Inode>) -> InodeWrite {
+        let held = lockcheck::wait(ilock_id(&ip));
         // SAFETY: the matching unlock happens exactly once, in Drop.
-        let _token = unsafe { ip.core.raw().lock_exclusive() };
-        InodeWrite { ip }
+        unsafe { ip.core.raw().lock_exclusive() };
+        InodeWrite { ip, _held: held }
     }
 
     /// Take the lock exclusive on an inode reached through a caller's handle, refusing one
@@ -240,7 +249,10 @@ impl InodeWrite {
     /// Take the lock exclusive if it is free.
     pub fn try_lock(ip: Arc<Inode>) -> Option<InodeWrite> {
         // SAFETY: on success the matching unlock happens in Drop.
-        unsafe { ip.core.raw().try_lock_exclusive() }.map(|_token| InodeWrite { ip })
+        unsafe { ip.core.raw().try_lock_exclusive() }.map(|_token| InodeWrite {
+            _held: lockcheck::tried(ilock_id(&ip)),
+            ip,
+        })
     }
 
     /// The inode.
@@ -274,14 +286,17 @@ impl Drop for InodeWrite {
 /// The inode lock held shared, owning a reference to the inode.
 pub struct InodeRead {
     ip: Arc<Inode>,
+    _held: Held,
 }
 
 impl InodeRead {
-    /// Take the lock shared, waiting if needed.
+    /// Take the lock shared, waiting if needed (checked against the lock order first).
+    #[track_caller]
     pub fn lock(ip: Arc<Inode>) -> InodeRead {
+        let held = lockcheck::wait(ilock_id(&ip));
         // SAFETY: the matching unlock happens exactly once, in Drop.
-        let _token = unsafe { ip.core.raw().lock_shared() };
-        InodeRead { ip }
+        unsafe { ip.core.raw().lock_shared() };
+        InodeRead { ip, _held: held }
     }
 
     /// Take the lock shared on an inode reached through a caller's handle, refusing one freed
@@ -295,7 +310,10 @@ impl InodeRead {
     /// Take the lock shared if no writer holds it.
     pub fn try_lock(ip: Arc<Inode>) -> Option<InodeRead> {
         // SAFETY: on success the matching unlock happens in Drop.
-        unsafe { ip.core.raw().try_lock_shared() }.map(|_token| InodeRead { ip })
+        unsafe { ip.core.raw().try_lock_shared() }.map(|_token| InodeRead {
+            _held: lockcheck::tried(ilock_id(&ip)),
+            ip,
+        })
     }
 
     /// The inode.
