@@ -62,6 +62,64 @@ fn a_full_filesystem_refuses_cleanly_and_stays_usable() {
     assert_clean(&fs, "after remount");
 }
 
+/// A handle kept across the unlink that freed its inode is refused with ENOENT by every data
+/// operation: it must not map blocks into a freed (or reallocated) inode, nor write its stale
+/// core over the inode number's next owner. The stress mix hit this as "block mapping on an
+/// inline fork": a truncate on a handle to a removed shortform directory.
+#[test]
+fn a_handle_to_a_freed_inode_is_refused_and_never_touches_the_next_owner() {
+    use fslab::fs::vfs::FallocMode;
+    let (img, fs) = image::mem(64 << 20).mount();
+    let root = fs.root().unwrap();
+    // A removed shortform directory (its fork is inline).
+    let dir = fs.mkdir(&root, b"d", 0o755).unwrap();
+    fs.rmdir(&root, b"d").unwrap();
+    // A removed regular file with blocks.
+    let (file, _) = fs.create(&root, b"f", 0o644, true).unwrap();
+    fs.write(&file, 0, &[7u8; 10_000]).unwrap();
+    fs.fsync(&file, false).unwrap();
+    fs.unlink(&root, b"f").unwrap();
+    // Both inode numbers go to new owners.
+    let mut owners = Vec::new();
+    for i in 0..4 {
+        owners.push(fs.mkdir(&root, format!("n{i}").as_bytes(), 0o755).unwrap());
+    }
+    for stale in [&dir, &file] {
+        assert_eq!(fs.write(stale, 0, b"x"), Err(FsError::NotFound));
+        assert_eq!(fs.truncate(stale, 6000), Err(FsError::NotFound));
+        assert_eq!(fs.truncate(stale, 0), Err(FsError::NotFound));
+        assert_eq!(fs.read(stale, 0, &mut [0u8; 16]), Err(FsError::NotFound));
+        for mode in [
+            FallocMode::Allocate,
+            FallocMode::PunchHole,
+            FallocMode::ZeroRange,
+        ] {
+            assert_eq!(
+                fs.fallocate(stale, mode, 0, 8192),
+                Err(FsError::NotFound),
+                "{mode:?}"
+            );
+        }
+        fs.fsync(stale, false).unwrap();
+    }
+    let reused: Vec<u64> = owners.iter().map(|o| o.ino).collect();
+    assert!(
+        reused.contains(&dir.ino) && reused.contains(&file.ino),
+        "the freed numbers {} and {} were not reallocated: {reused:?}",
+        dir.ino,
+        file.ino
+    );
+    drop((dir, file, owners, root));
+    fs.sync().unwrap();
+    assert_clean(&fs, "after stale-handle operations");
+    let fs = img.remount(fs);
+    for i in 0..4 {
+        let d = fs.lookup_path(format!("/n{i}").as_bytes()).unwrap();
+        assert!(InodeRead::lock(d).is_dir());
+    }
+    assert_clean(&fs, "after remount");
+}
+
 /// Flip a bit of byte `at` of the block at `daddr` (outside its CRC field) on the device.
 fn flip(img: &Image, daddr: Daddr, at: usize) {
     img.flip(daddr.bytes() + at as u64, 0x40);

@@ -29,13 +29,38 @@ use crate::fs::cksum::Cksum;
 use crate::fs::dev::BlockDev;
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::endian::{get_u16, get_u32};
-use crate::fs::format::{BlockKind, Daddr, INODE_SIZE, Magic};
+use crate::fs::format::{BB_PER_BLOCK, BlockKind, Daddr, INODE_SIZE, Magic};
+use crate::fs::lockcheck::{self, Held, LockClass, LockId, OrderedMutex};
 use crate::fs::stats::{MountStats, Stat};
 
 /// A cached buffer and its lock.
 pub type BufLock = Mutex<BufData>;
-/// A buffer held locked, e.g. by a transaction.
-pub type BufGuard = ArcMutexGuard<RawMutex, BufData>;
+
+/// A buffer held locked, e.g. by a transaction. Carries the lock-order record of the lock
+/// ([`crate::fs::lockcheck`]), released with it.
+pub struct BufGuard {
+    guard: ArcMutexGuard<RawMutex, BufData>,
+    _held: Held,
+}
+
+impl BufGuard {
+    fn lock(&self) -> &Arc<BufLock> {
+        ArcMutexGuard::mutex(&self.guard)
+    }
+}
+
+impl std::ops::Deref for BufGuard {
+    type Target = BufData;
+    fn deref(&self) -> &BufData {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for BufGuard {
+    fn deref_mut(&mut self) -> &mut BufData {
+        &mut self.guard
+    }
+}
 
 /// The contents and state of one buffer (accessed under its lock).
 #[derive(Debug)]
@@ -89,7 +114,7 @@ pub enum GetMode {
 const SHARDS: usize = 64;
 
 /// One shard of the cache index.
-type Shard = Mutex<HashMap<u64, Arc<BufLock>>>;
+type Shard = OrderedMutex<HashMap<u64, Arc<BufLock>>>;
 
 /// The per-mount metadata buffer cache.
 pub struct BufCache {
@@ -98,9 +123,12 @@ pub struct BufCache {
     uuid: [u8; 16],
     stats: Arc<MountStats>,
     shards: Box<[Shard]>,
-    dirty: Mutex<BTreeMap<u64, Arc<BufLock>>>,
+    /// Dirty buffers by address, with the kind each holds (to name its lock before waiting).
+    dirty: OrderedMutex<BTreeMap<u64, (BlockKind, Arc<BufLock>)>>,
     cached_bytes: AtomicU64,
     limit_bytes: u64,
+    /// Sectors per AG, to name the AG whose header or tree a buffer belongs to.
+    ag_sectors: u64,
 }
 
 impl std::fmt::Debug for BufCache {
@@ -113,24 +141,67 @@ impl std::fmt::Debug for BufCache {
 }
 
 impl BufCache {
-    /// A cache over `dev` holding at most about `limit_bytes` of clean buffers.
+    /// A cache over `dev` holding at most about `limit_bytes` of clean buffers, for a
+    /// filesystem whose AGs are `agblocks` blocks long.
     pub fn new(
         dev: Arc<dyn BlockDev>,
         cksum: Cksum,
         uuid: [u8; 16],
         stats: Arc<MountStats>,
         limit_bytes: u64,
+        agblocks: u32,
     ) -> BufCache {
+        let shard = LockId::new(LockClass::CacheShard, 0);
         BufCache {
             dev,
             cksum,
             uuid,
             stats,
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
-            dirty: Mutex::new(BTreeMap::new()),
+            shards: (0..SHARDS)
+                .map(|_| OrderedMutex::new(shard, HashMap::new()))
+                .collect(),
+            dirty: OrderedMutex::new(LockId::new(LockClass::List, 0), BTreeMap::new()),
             cached_bytes: AtomicU64::new(0),
             limit_bytes,
+            ag_sectors: (u64::from(agblocks) * BB_PER_BLOCK).max(1),
         }
+    }
+
+    /// The lock-order identity of the buffer lock of a `kind` block at `daddr`.
+    fn lock_id(&self, kind: BlockKind, daddr: Daddr) -> LockId {
+        let ag = daddr.0 / self.ag_sectors;
+        let (class, key) = match kind {
+            BlockKind::Superblock => (LockClass::Superblock, ag),
+            BlockKind::Agf => (LockClass::Agf, ag),
+            BlockKind::Agi => (LockClass::Agi, ag),
+            BlockKind::Agfl => (LockClass::Agfl, ag),
+            BlockKind::BnoBtree
+            | BlockKind::CntBtree
+            | BlockKind::InoBtree
+            | BlockKind::FinoBtree => (LockClass::AgTreeBlock, ag),
+            BlockKind::BmapBtree
+            | BlockKind::DirBlock
+            | BlockKind::DirData
+            | BlockKind::DirLeaf1
+            | BlockKind::DirLeafN
+            | BlockKind::DaNode
+            | BlockKind::DirFree => (LockClass::InodeBlock, daddr.0),
+            BlockKind::Inode => (LockClass::InodeCluster, daddr.0),
+            BlockKind::LogRecord => (LockClass::LogBlock, daddr.0),
+        };
+        LockId::new(class, key)
+    }
+
+    /// Lock a buffer, waiting if needed, after checking the wait against the lock order
+    /// (always, not only when contended, so an inversion shows the first time it runs).
+    /// Returns the guard and whether it had to wait.
+    fn lock_buf(&self, b: &Arc<BufLock>, kind: BlockKind, daddr: Daddr) -> (BufGuard, bool) {
+        let held = lockcheck::wait(self.lock_id(kind, daddr));
+        let (guard, waited) = match b.try_lock_arc() {
+            Some(g) => (g, false),
+            None => (b.lock_arc(), true),
+        };
+        (BufGuard { guard, _held: held }, waited)
     }
 
     /// The device under the cache.
@@ -187,16 +258,12 @@ impl BufCache {
         mode: GetMode,
     ) -> FsResult<BufGuard> {
         let b = self.entry(daddr, kind, len);
-        let g = match b.try_lock_arc() {
-            Some(g) => {
-                self.stats.inc(Stat::BufGetLocked);
-                g
-            }
-            None => {
-                self.stats.inc(Stat::BufGetLockedWaited);
-                b.lock_arc()
-            }
-        };
+        let (g, waited) = self.lock_buf(&b, kind, daddr);
+        self.stats.inc(if waited {
+            Stat::BufGetLockedWaited
+        } else {
+            Stat::BufGetLocked
+        });
         self.prepare(g, daddr, kind, len, mode)
     }
 
@@ -210,8 +277,12 @@ impl BufCache {
     ) -> FsResult<Option<BufGuard>> {
         let b = self.entry(daddr, kind, len);
         match b.try_lock_arc() {
-            Some(g) => {
+            Some(guard) => {
                 self.stats.inc(Stat::BufGetLocked);
+                let g = BufGuard {
+                    guard,
+                    _held: lockcheck::tried(self.lock_id(kind, daddr)),
+                };
                 self.prepare(g, daddr, kind, len, mode).map(Some)
             }
             None => {
@@ -304,8 +375,8 @@ impl BufCache {
     pub fn mark_dirty(&self, g: &mut BufGuard) {
         if !g.dirty {
             g.dirty = true;
-            let b = ArcMutexGuard::mutex(g);
-            self.dirty.lock().insert(g.daddr.0, Arc::clone(b));
+            let b = Arc::clone(g.lock());
+            self.dirty.lock().insert(g.daddr.0, (g.kind, b));
         }
     }
 
@@ -319,8 +390,13 @@ impl BufCache {
         }
         g.valid = false;
         let mut shard = self.shard(daddr).lock();
+<<<<<<< HEAD
         if let Some(b) = shard.get(&daddr.0)
             && Arc::ptr_eq(b, ArcMutexGuard::mutex(g)) {
+=======
+        if let Some(b) = shard.get(&daddr.0) {
+            if Arc::ptr_eq(b, g.lock()) {
+>>>>>>> robust
                 shard.remove(&daddr.0);
                 self.cached_bytes
                     .fetch_sub(g.bytes.len() as u64, Ordering::Relaxed);
@@ -354,8 +430,8 @@ impl BufCache {
         let list = std::mem::take(&mut *self.dirty.lock());
         let mut written = 0;
         let mut first_err = None;
-        for (daddr, b) in list {
-            let mut g = b.lock_arc();
+        for (daddr, (kind, b)) in list {
+            let (mut g, _) = self.lock_buf(&b, kind, Daddr(daddr));
             if !g.dirty {
                 continue;
             }
@@ -363,7 +439,7 @@ impl BufCache {
                 Ok(()) => written += 1,
                 Err(e) => {
                     // Keep it dirty and listed, so a later flush retries it.
-                    self.dirty.lock().insert(daddr, Arc::clone(&b));
+                    self.dirty.lock().insert(daddr, (kind, Arc::clone(&b)));
                     first_err.get_or_insert(e);
                 }
             }
@@ -432,6 +508,7 @@ mod tests {
             [1; 16],
             Arc::new(MountStats::new()),
             limit,
+            1 << 16,
         )
     }
 

@@ -334,6 +334,8 @@ fn check_ag(
     if agno == 0 {
         map.claim(agno, geo.logstart as u32, geo.logblocks, "the log", r);
     }
+    // The AGI before the AGF: the lock order.
+    let (agi, inos, finos) = ialloc::ag_inodes(&mut tp, agno)?;
     let space = alloc::ag_space(&mut tp, agno)?;
     let (tree_blocks, tree_findings) = alloc::check_trees(&mut tp, agno)?;
     for f in tree_findings {
@@ -397,7 +399,6 @@ fn check_ag(
     for b in tree_blocks {
         map.claim(agno, b, 1, "inode tree", r);
     }
-    let (agi, inos, finos) = ialloc::ag_inodes(&mut tp, agno)?;
     tp.commit()?;
     let want_fino: Vec<_> = inos.iter().filter(|c| c.freecount > 0).copied().collect();
     if want_fino != finos {

@@ -212,6 +212,12 @@ fn new_chunk(tp: &mut Trans, h: &mut AgiHandle) -> FsResult<()> {
 fn alloc_in_ag(tp: &mut Trans, h: &mut AgiHandle, near_agino: u32) -> FsResult<u64> {
     if h.agi.freecount == 0 {
         new_chunk(tp, h)?;
+        // Commit the new chunk and go on holding only the AGI (XFS's xfs_dialloc_roll): the
+        // chunk's cluster buffers and the AGF are released, so the rest of the caller's
+        // transaction (a directory entry that may need a block from another AG) does not wait
+        // for an AGF while holding cluster buffers, which come later in the lock order.
+        put_agi(tp, h);
+        tp.roll(&mut [&mut h.buf])?;
     }
     let rec = with_tree::<FinoSpec, _>(tp, h, |cur, st| {
         let found =

@@ -15,15 +15,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use parking_lot::Mutex;
-
 use crate::fs::inode::{Inode, InodeRead};
+use crate::fs::lockcheck::{LockClass, LockId, OrderedMutex};
 use crate::fs::stats::{MountStats, Stat};
 
 const SHARDS: usize = 64;
 
 /// One shard of the cache.
-type Shard = Mutex<HashMap<u64, Arc<Inode>>>;
+type Shard = OrderedMutex<HashMap<u64, Arc<Inode>>>;
 
 /// The mount's in-core inodes.
 pub struct InodeCache {
@@ -59,7 +58,9 @@ impl InodeCache {
     /// A cache that starts reclaiming beyond `limit` inodes.
     pub fn new(limit: usize) -> InodeCache {
         InodeCache {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARDS)
+                .map(|_| OrderedMutex::new(LockId::new(LockClass::CacheShard, 0), HashMap::new()))
+                .collect(),
             count: AtomicUsize::new(0),
             limit,
             sweep_at: AtomicUsize::new(limit),

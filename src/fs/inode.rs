@@ -18,7 +18,9 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use parking_lot::RwLock;
 use parking_lot::lock_api::RawRwLock as _;
 
+use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::dinode::{DinodeCore, ForkFormat};
+use crate::fs::lockcheck::{self, Held, LockClass, LockId};
 use crate::fs::vfs::FileKind;
 
 /// Mode bits of a regular file (S_IFREG).
@@ -196,25 +198,61 @@ impl Inode {
     pub(crate) fn has_flag(&self, bit: u8) -> bool {
         self.flags.load(Ordering::Acquire) & bit != 0
     }
+
+    /// Refuse an inode that has been freed, with ENOENT (call with its lock held).
+    ///
+    /// A handle (`Arc<Inode>`) from a lookup does not pin the inode the way an open does: an
+    /// unlink by another thread inactivates it as soon as it has no links and no opens, frees
+    /// it, and its number can go to a new inode (a new in-core inode; this one is out of the
+    /// cache). An operation through the old handle must then change nothing: mapping blocks
+    /// into the freed fork (which may still be a removed directory's inline fork) or logging
+    /// the stale core would corrupt the filesystem or the number's next owner. Inactivation
+    /// sets [`iflags::FREED`] with the inode lock held, so checking under the lock is exact.
+    pub fn check_allocated(&self) -> FsResult<()> {
+        if self.has_flag(iflags::FREED) {
+            Err(FsError::NotFound)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// The lock-order identity of an inode's ILOCK.
+fn ilock_id(ip: &Inode) -> LockId {
+    LockId::new(LockClass::Ilock, ip.ino)
 }
 
 /// The inode lock held exclusive, owning a reference to the inode.
 pub struct InodeWrite {
     ip: Arc<Inode>,
+    _held: Held,
 }
 
 impl InodeWrite {
-    /// Take the lock exclusive, waiting if needed.
+    /// Take the lock exclusive, waiting if needed (checked against the lock order first).
+    #[track_caller]
     pub fn lock(ip: Arc<Inode>) -> InodeWrite {
+        let held = lockcheck::wait(ilock_id(&ip));
         // SAFETY: the matching unlock happens exactly once, in Drop.
-        let _token = unsafe { ip.core.raw().lock_exclusive() };
-        InodeWrite { ip }
+        unsafe { ip.core.raw().lock_exclusive() };
+        InodeWrite { ip, _held: held }
+    }
+
+    /// Take the lock exclusive on an inode reached through a caller's handle, refusing one
+    /// freed since the handle was taken; see [`Inode::check_allocated`].
+    pub fn lock_allocated(ip: Arc<Inode>) -> FsResult<InodeWrite> {
+        let w = InodeWrite::lock(ip);
+        w.ip.check_allocated()?;
+        Ok(w)
     }
 
     /// Take the lock exclusive if it is free.
     pub fn try_lock(ip: Arc<Inode>) -> Option<InodeWrite> {
         // SAFETY: on success the matching unlock happens in Drop.
-        unsafe { ip.core.raw().try_lock_exclusive() }.map(|_token| InodeWrite { ip })
+        unsafe { ip.core.raw().try_lock_exclusive() }.map(|_token| InodeWrite {
+            _held: lockcheck::tried(ilock_id(&ip)),
+            ip,
+        })
     }
 
     /// The inode.
@@ -248,20 +286,34 @@ impl Drop for InodeWrite {
 /// The inode lock held shared, owning a reference to the inode.
 pub struct InodeRead {
     ip: Arc<Inode>,
+    _held: Held,
 }
 
 impl InodeRead {
-    /// Take the lock shared, waiting if needed.
+    /// Take the lock shared, waiting if needed (checked against the lock order first).
+    #[track_caller]
     pub fn lock(ip: Arc<Inode>) -> InodeRead {
+        let held = lockcheck::wait(ilock_id(&ip));
         // SAFETY: the matching unlock happens exactly once, in Drop.
-        let _token = unsafe { ip.core.raw().lock_shared() };
-        InodeRead { ip }
+        unsafe { ip.core.raw().lock_shared() };
+        InodeRead { ip, _held: held }
+    }
+
+    /// Take the lock shared on an inode reached through a caller's handle, refusing one freed
+    /// since the handle was taken; see [`Inode::check_allocated`].
+    pub fn lock_allocated(ip: Arc<Inode>) -> FsResult<InodeRead> {
+        let r = InodeRead::lock(ip);
+        r.ip.check_allocated()?;
+        Ok(r)
     }
 
     /// Take the lock shared if no writer holds it.
     pub fn try_lock(ip: Arc<Inode>) -> Option<InodeRead> {
         // SAFETY: on success the matching unlock happens in Drop.
-        unsafe { ip.core.raw().try_lock_shared() }.map(|_token| InodeRead { ip })
+        unsafe { ip.core.raw().try_lock_shared() }.map(|_token| InodeRead {
+            _held: lockcheck::tried(ilock_id(&ip)),
+            ip,
+        })
     }
 
     /// The inode.

@@ -159,6 +159,17 @@ fn init_ag(tp: &mut Trans, agno: u32) -> FsResult<()> {
     let geo = fs.geo;
     let uuid = fs.uuid;
     let len = geo.ag_len(agno);
+    // The headers first, AGI before AGF: they are the locks the AG's trees are changed under.
+    let agi_buf = tp.new_buf(
+        geo.ag_header_daddr(agno, AGI_SECTOR),
+        BlockKind::Agi,
+        BBSIZE,
+    )?;
+    let agf_buf = tp.new_buf(
+        geo.ag_header_daddr(agno, AGF_SECTOR),
+        BlockKind::Agf,
+        BBSIZE,
+    )?;
     for (block, f) in [
         (
             BNO_ROOT_BLOCK,
@@ -217,13 +228,8 @@ fn init_ag(tp: &mut Trans, agno: u32) -> FsResult<()> {
         longest: free.len,
         btreeblks: 0,
     };
-    let id = tp.new_buf(
-        geo.ag_header_daddr(agno, AGF_SECTOR),
-        BlockKind::Agf,
-        BBSIZE,
-    )?;
-    agf.encode(tp.buf_mut(id), &uuid);
-    tp.log_buf(id, 0, BBSIZE - 1);
+    agf.encode(tp.buf_mut(agf_buf), &uuid);
+    tp.log_buf(agf_buf, 0, BBSIZE - 1);
     let agi = Agi {
         seqno: agno,
         length: len,
@@ -237,13 +243,8 @@ fn init_ag(tp: &mut Trans, agno: u32) -> FsResult<()> {
         iblocks: 1,
         fblocks: 1,
     };
-    let id = tp.new_buf(
-        geo.ag_header_daddr(agno, AGI_SECTOR),
-        BlockKind::Agi,
-        BBSIZE,
-    )?;
-    agi.encode(tp.buf_mut(id), &uuid);
-    tp.log_buf(id, 0, BBSIZE - 1);
+    agi.encode(tp.buf_mut(agi_buf), &uuid);
+    tp.log_buf(agi_buf, 0, BBSIZE - 1);
     Ok(())
 }
 
@@ -284,11 +285,13 @@ pub fn mkfs(dev: Arc<dyn BlockDev>, opts: &Options) -> FsResult<()> {
     };
     let fs = Fs::assemble(Arc::clone(&dev), opts.mount.clone(), &sb, geo);
     write_superblocks(&fs, &sb)?;
-    let mut tp = Trans::new(&fs);
+    // One transaction per AG: each holds its AG's AGI and AGF, and holding one AG's AGF
+    // while waiting for the next AG's AGI would be against the lock order.
     for agno in 0..geo.agcount {
+        let mut tp = Trans::new(&fs);
         init_ag(&mut tp, agno)?;
+        tp.commit()?;
     }
-    tp.commit()?;
     fs.sync_metadata()?;
     // Reload the per-AG summaries from what was written, as a mount would.
     let fs = Fs::mount_inprogress(dev, opts.mount.clone(), &sb)?;

@@ -18,14 +18,24 @@
 //! 6. cache shard locks and list locks (never held while waiting for anything else).
 //!
 //! An AG whose header would be locked out of order is only *tried* (`try_read_buf`) and skipped
-//! if busy, as XFS does with `XFS_ALLOC_FLAG_TRYLOCK`.
+//! if busy, as XFS does with `XFS_ALLOC_FLAG_TRYLOCK`. Blocks of 4 are covered by their owner:
+//! an AG's tree blocks and AGFL by its AGF or AGI, a directory's or file's blocks by its ILOCK.
+//!
+//! [`lockcheck`] is this list as a type (`LockClass`, in this order, with the cross-directory
+//! rename mutex before 1): every wait for a lock is checked against the locks the thread holds
+//! and an inversion panics naming both, in debug builds and in release builds with the
+//! `lockcheck` feature (the test command: `cargo test --release --features lockcheck`). New
+//! lock classes (the journal's) are added there and here.
 //!
 //! Operations that free both blocks and an inode split into transactions so that no one
 //! transaction holds an AGF and then waits for an AGI: inactivation (unlink, rmdir, rename
 //! over an existing name, the last close of an unlinked file) first frees the file's blocks in
 //! transactions of their own (`Fs::free_range`, AGF only), keeping the inode locked, then frees
 //! the inode (AGI, then the AGF only if the whole chunk goes), as XFS's `xfs_inactive`
-//! truncates before `xfs_ifree`. Truncate, punch and fallocate take no AGI at all.
+//! truncates before `xfs_ifree`. Truncate, punch and fallocate take no AGI at all. Allocating
+//! a new inode chunk commits it and rolls the transaction holding only the AGI
+//! (`Trans::roll`, XFS's `xfs_dialloc_roll`), so the chunk's cluster buffers are not held
+//! while the rest of a create waits for an AGF.
 
 //! ## Modules
 //! - [`format`](mod@format): geometry constants, block kinds, magics, CRC offsets, endian helpers, and the
@@ -40,6 +50,7 @@
 //! - [`alloc`], [`ialloc`]: free space and inode allocation.
 //! - [`bmap`], [`bmbt`]: file block maps (in-core extent lists and their on-disk tree).
 //! - [`inode`], [`icache`]: in-core inodes and their cache.
+//! - [`lockcheck`]: the lock order as a type, checked at every wait.
 //! - [`dir`]: directories (shortform, block, leaf, node).
 //! - [`data`]: page cache, delayed allocation, write-back, fsync.
 //! - [`check`]: fsck, the test oracle.
@@ -66,6 +77,7 @@ pub mod geo;
 pub mod ialloc;
 pub mod icache;
 pub mod inode;
+pub mod lockcheck;
 pub mod mkfs;
 pub mod mount;
 pub mod namei;

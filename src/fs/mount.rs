@@ -8,8 +8,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
-use parking_lot::Mutex;
-
 use crate::fs::buf::{BufCache, GetMode};
 use crate::fs::cksum::Cksum;
 use crate::fs::dev::BlockDev;
@@ -21,6 +19,7 @@ use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr};
 use crate::fs::geo::Geometry;
 use crate::fs::icache::{InodeCache, Lookup};
 use crate::fs::inode::{DataFork, Inode, InodeCore, InodeWrite, iflags};
+use crate::fs::lockcheck::{LockClass, LockId, OrderedMutex};
 use crate::fs::options::MountOptions;
 use crate::fs::stats::{MountStats, Stat};
 use crate::trace::Dev;
@@ -40,6 +39,9 @@ pub struct PerAg {
 }
 
 static NEXT_MINOR: AtomicU32 = AtomicU32::new(0);
+
+/// The lock-order identity of the mount's list locks.
+const LIST: LockId = LockId::new(LockClass::List, 0);
 
 /// A mounted labfs.
 pub struct Fs {
@@ -65,20 +67,20 @@ pub struct Fs {
     pub dev_id: Dev,
     /// AG to put the next new directory in.
     pub(crate) dir_rotor: AtomicU32,
-    dirty_inodes: Mutex<Vec<Arc<Inode>>>,
+    dirty_inodes: OrderedMutex<Vec<Arc<Inode>>>,
     /// Inodes with dirty data pages.
-    pub(crate) dirty_data: Mutex<Vec<Arc<Inode>>>,
+    pub(crate) dirty_data: OrderedMutex<Vec<Arc<Inode>>>,
     /// Inodes under data write-back (the superblock writeback list of thread 002).
-    pub(crate) wb_list: Mutex<HashMap<u64, Arc<Inode>>>,
+    pub(crate) wb_list: OrderedMutex<HashMap<u64, Arc<Inode>>>,
     /// Dirty data pages in all page caches.
     pub(crate) dirty_data_pages: AtomicU64,
     /// Pages in all page caches.
     pub(crate) cached_pages: AtomicU64,
     /// Serialises cross-directory renames.
-    pub(crate) rename_lock: Mutex<()>,
+    pub(crate) rename_lock: OrderedMutex<()>,
     shut_down: AtomicBool,
     unmounted: AtomicBool,
-    shutdown_reason: Mutex<Option<String>>,
+    shutdown_reason: OrderedMutex<Option<String>>,
     fname: [u8; 12],
 }
 
@@ -165,7 +167,14 @@ impl Fs {
             engine: opts.crc,
         };
         let stats = Arc::new(MountStats::new());
-        let bufs = BufCache::new(dev, cksum, sb.uuid, Arc::clone(&stats), opts.bufcache_bytes);
+        let bufs = BufCache::new(
+            dev,
+            cksum,
+            sb.uuid,
+            Arc::clone(&stats),
+            opts.bufcache_bytes,
+            geo.agblocks,
+        );
         Fs {
             geo,
             uuid: sb.uuid,
@@ -181,15 +190,15 @@ impl Fs {
                 minor: 100 + NEXT_MINOR.fetch_add(1, Ordering::Relaxed),
             },
             dir_rotor: AtomicU32::new(0),
-            dirty_inodes: Mutex::new(Vec::new()),
-            dirty_data: Mutex::new(Vec::new()),
-            wb_list: Mutex::new(HashMap::new()),
+            dirty_inodes: OrderedMutex::new(LIST, Vec::new()),
+            dirty_data: OrderedMutex::new(LIST, Vec::new()),
+            wb_list: OrderedMutex::new(LIST, HashMap::new()),
             dirty_data_pages: AtomicU64::new(0),
             cached_pages: AtomicU64::new(0),
-            rename_lock: Mutex::new(()),
+            rename_lock: OrderedMutex::new(LockId::new(LockClass::RenameSerial, 0), ()),
             shut_down: AtomicBool::new(false),
             unmounted: AtomicBool::new(false),
-            shutdown_reason: Mutex::new(None),
+            shutdown_reason: OrderedMutex::new(LIST, None),
             fname: sb.fname,
         }
     }
@@ -341,7 +350,12 @@ impl Fs {
                 ..InodeCore::default()
             },
         ));
-        let w = InodeWrite::lock(Arc::clone(&ip));
+        // Nobody else can hold a lock on an inode object made just now: a try-lock, which
+        // cannot wait, so it is not ordered against the locks the creating transaction holds
+        // (XFS locks a new inode while it is still I_NEW, unseen by others).
+        let Some(w) = InodeWrite::try_lock(Arc::clone(&ip)) else {
+            return Err(FsError::Invalid("a new inode object was already locked"));
+        };
         let cached = self.icache.insert(ip, &self.stats);
         if !Arc::ptr_eq(&cached, w.inode()) {
             return Err(FsError::Corrupt {

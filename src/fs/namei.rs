@@ -549,9 +549,7 @@ impl Fs {
         self.check_live()?;
         let mut tp = Trans::new(self);
         let id = tp.lock_inode(Arc::clone(ip));
-        if ip.has_flag(iflags::FREED) {
-            return Err(FsError::NotFound);
-        }
+        ip.check_allocated()?;
         let ic = tp.ic_mut(id);
         if let Some(m) = attr.mode {
             ic.di.mode = (ic.di.mode & crate::fs::inode::S_IFMT) | (m as u16 & 0o7777);

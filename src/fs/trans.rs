@@ -376,6 +376,68 @@ impl<'a> Trans<'a> {
         }
     }
 
+    /// Commit what this transaction changed so far and carry on as a new transaction that
+    /// still holds every joined inode and the buffers in `keep`; every other buffer is
+    /// released. This is XFS's `xfs_trans_roll` with the kept buffers held by
+    /// `xfs_trans_bhold`: an operation made of several changes that are each complete (a new
+    /// inode chunk, then the inode taken from it) commits them one by one, so no transaction
+    /// holds more than one step needs, and locks the first step took late in the lock order
+    /// (the chunk's cluster buffers) are not held while the next step waits for earlier ones.
+    /// The block reservation carries over; `keep` is rewritten with the buffers' new ids.
+    pub fn roll(&mut self, keep: &mut [&mut BufId]) -> FsResult<()> {
+        if self.reader {
+            return Err(FsError::Invalid("a read-only transaction cannot roll"));
+        }
+        self.count_commit();
+        self.apply_logged();
+        let mut old: Vec<Option<TBuf>> = std::mem::take(&mut self.bufs)
+            .into_iter()
+            .map(Some)
+            .collect();
+        for id in keep.iter_mut() {
+            let Some(b) = old.get_mut(id.0 as usize).and_then(Option::take) else {
+                return Err(FsError::Invalid(
+                    "rolled a buffer the transaction does not hold",
+                ));
+            };
+            self.bufs.push(b);
+            **id = BufId((self.bufs.len() - 1) as u32);
+        }
+        // The others are released here, as their guards drop.
+        Ok(())
+    }
+
+    /// Count a commit in the `trans` stats (read-only transactions are not counted).
+    fn count_commit(&self) {
+        if !self.reader {
+            let stat = match (self.is_dirty(), self.sync) {
+                (false, _) => Stat::TransEmpty,
+                (true, true) => Stat::TransSync,
+                (true, false) => Stat::TransAsync,
+            };
+            self.fs.stats.inc(stat);
+        }
+    }
+
+    /// Hand everything logged to write-back: logged buffers go on the delayed-write list,
+    /// logged inodes on the dirty-inode list; nothing stays logged.
+    fn apply_logged(&mut self) {
+        for b in &mut self.bufs {
+            if b.logged.take().is_some() {
+                self.fs.bufs.mark_dirty(&mut b.guard);
+            }
+        }
+        for t in &mut self.inodes {
+            if std::mem::take(&mut t.logged) {
+                if let TLock::Exclusive(w) = &mut t.lock {
+                    w.di.changecount += 1;
+                    w.dirty = true;
+                    self.fs.note_dirty_inode(w.inode());
+                }
+            }
+        }
+    }
+
     fn finish(&mut self, keep: Option<InodeId>) -> FsResult<Option<InodeWrite>> {
         self.done = true;
         self.release_reservation();
@@ -384,27 +446,8 @@ impl<'a> Trans<'a> {
             !(self.reader && dirty),
             "a read-only transaction logged a change"
         );
-        if !self.reader {
-            let stat = match (dirty, self.sync) {
-                (false, _) => Stat::TransEmpty,
-                (true, true) => Stat::TransSync,
-                (true, false) => Stat::TransAsync,
-            };
-            self.fs.stats.inc(stat);
-        }
-        for b in &mut self.bufs {
-            if b.logged.is_some() {
-                self.fs.bufs.mark_dirty(&mut b.guard);
-            }
-        }
-        for t in &mut self.inodes {
-            if t.logged
-                && let TLock::Exclusive(w) = &mut t.lock {
-                    w.di.changecount += 1;
-                    w.dirty = true;
-                    self.fs.note_dirty_inode(w.inode());
-                }
-        }
+        self.count_commit();
+        self.apply_logged();
         let kept = keep.and_then(|id| {
             let i = id.0 as usize;
             if i < self.inodes.len() && matches!(self.inodes[i].lock, TLock::Exclusive(_)) {

@@ -101,7 +101,7 @@ impl Fs {
             .checked_add(data.len() as u64)
             .filter(|&e| e <= MAX_FILE_SIZE)
             .ok_or(FsError::TooBig)?;
-        let mut w = InodeWrite::lock(Arc::clone(ip));
+        let mut w = InodeWrite::lock_allocated(Arc::clone(ip))?;
         if w.is_dir() {
             return Err(FsError::IsDir);
         }
@@ -210,7 +210,7 @@ impl Fs {
     pub fn read(&self, ip: &Arc<Inode>, off: u64, buf: &mut [u8]) -> FsResult<usize> {
         self.check_live()?;
         self.stats.inc(Stat::ReadCalls);
-        let r = InodeRead::lock(Arc::clone(ip));
+        let r = InodeRead::lock_allocated(Arc::clone(ip))?;
         if r.is_dir() {
             return Err(FsError::IsDir);
         }
@@ -492,7 +492,7 @@ impl Fs {
         if size > MAX_FILE_SIZE {
             return Err(FsError::TooBig);
         }
-        let mut w = InodeWrite::lock(Arc::clone(ip));
+        let mut w = InodeWrite::lock_allocated(Arc::clone(ip))?;
         if w.is_dir() {
             return Err(FsError::IsDir);
         }
@@ -608,7 +608,7 @@ impl Fs {
     fn preallocate(&self, ip: &Arc<Inode>, off: u64, end: u64, extend: bool) -> FsResult<()> {
         let first = block_of(off);
         let last = end.div_ceil(BLOCK_SIZE as u64);
-        let mut w = InodeWrite::lock(Arc::clone(ip));
+        let mut w = InodeWrite::lock_allocated(Arc::clone(ip))?;
         if w.is_dir() {
             return Err(FsError::IsDir);
         }
@@ -655,7 +655,7 @@ impl Fs {
 
     /// Free whole blocks in `off..end` and zero the partial edges.
     fn punch(&self, ip: &Arc<Inode>, off: u64, end: u64) -> FsResult<()> {
-        let mut w = InodeWrite::lock(Arc::clone(ip));
+        let mut w = InodeWrite::lock_allocated(Arc::clone(ip))?;
         if w.is_dir() {
             return Err(FsError::IsDir);
         }
