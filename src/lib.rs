@@ -9,9 +9,12 @@
 //! - [`report`]: output layers, one per format users already parse.
 //! - [`trace`]: tracepoints and their sinks (ftrace text, JSON lines, counts, histograms).
 //! - [`fs`]: labfs, the XFS-modelled reference filesystem, and its XFS-layout statistics.
+//! - [`crashtest`]: the crash-consistency harness (test infrastructure above every layer:
+//!   workloads on labfs over the fault shim, crash images, an oracle of what was promised).
 
 pub mod backend;
 pub mod cli;
+pub mod crashtest;
 pub mod fs;
 pub mod report;
 pub mod trace;
