@@ -268,6 +268,23 @@ impl Model {
         Ok((ino, name))
     }
 
+    /// Every reachable name with the inode it names, as absolute paths (`/` first, then
+    /// depth-first in name order).
+    pub fn walk(&self) -> Vec<(Vec<u8>, Ino)> {
+        let mut out = vec![(b"/".to_vec(), self.root)];
+        let mut stack = vec![(self.root, Vec::new())];
+        while let Some((dir, prefix)) = stack.pop() {
+            for (name, &child) in self.nodes[&dir].entries.iter().rev() {
+                let path = [prefix.as_slice(), b"/", name].concat();
+                if self.nodes[&child].kind == Kind::Dir {
+                    stack.push((child, path.clone()));
+                }
+                out.push((path, child));
+            }
+        }
+        out
+    }
+
     /// A path naming `ino`, if it is reachable (the first name found, for display).
     pub fn path_of(&self, ino: Ino) -> Option<Vec<u8>> {
         if ino == self.root {
@@ -590,6 +607,9 @@ mod tests {
         assert!(m.node(5).is_none(), "the replaced file is gone");
         assert_eq!(m.resolve(b"/B/bar"), Ok(4));
         assert_eq!(m.path_of(4), Some(b"/B/bar".to_vec()));
+        let mut paths: Vec<Vec<u8>> = m.walk().into_iter().map(|(p, _)| p).collect();
+        paths.sort();
+        assert_eq!(paths, [&b"/"[..], b"/A", b"/B", b"/B/bar"]);
     }
 
     #[test]
