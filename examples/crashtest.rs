@@ -23,9 +23,9 @@ use std::time::Instant;
 
 use clap::Parser;
 
-use fslab::crashtest::oracle::Index;
-use fslab::crashtest::{Case, Coverage, Suite, SweepOptions, Workload, sweep_all};
 use fslab::fs::options::Options;
+use fslab::testing::crash::oracle::Index;
+use fslab::testing::crash::{Case, Coverage, Suite, SweepOptions, Workload, sweep_all};
 
 /// Crash labfs at every flush point of a workload and check what recovers.
 #[derive(Parser, Debug)]
@@ -136,7 +136,7 @@ fn main() -> ExitCode {
         stop_after: args.stop_after,
     };
     let started = Instant::now();
-    let on_done = |w: &Workload, r: &fslab::crashtest::SweepReport| {
+    let on_done = |w: &Workload, r: &fslab::testing::crash::SweepReport| {
         if !r.failures.is_empty() || !matches!(w, Workload::Ace(_)) {
             eprintln!("{w}: {r}");
         }

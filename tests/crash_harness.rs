@@ -1,4 +1,4 @@
-//! The crash-consistency harness (`fslab::crashtest`) on labfs: fs_mark `-S1`/`-S4`, fsx-like
+//! The crash-consistency harness (`fslab::testing::crash`) on labfs: fs_mark `-S1`/`-S4`, fsx-like
 //! random operations and ACE sequences, crashed at every flush point, each image mounted,
 //! fsck'd and checked against what was acknowledged.
 //!
@@ -12,15 +12,15 @@
 
 use std::collections::BTreeSet;
 
-use fslab::crashtest::oracle::Finding;
-use fslab::crashtest::record::Recorder;
-use fslab::crashtest::sweep::sweep_recording;
-use fslab::crashtest::workload::DEVICE_SIZE;
-use fslab::crashtest::{
-    Case, Coverage, Suite, SweepOptions, SweepReport, Workload, rerun, sweep, sweep_all,
-};
 use fslab::fs::dev::fault::Event;
 use fslab::fs::options::Options;
+use fslab::testing::crash::oracle::Finding;
+use fslab::testing::crash::record::Recorder;
+use fslab::testing::crash::sweep::sweep_recording;
+use fslab::testing::crash::workload::DEVICE_SIZE;
+use fslab::testing::crash::{
+    Case, Coverage, Suite, SweepOptions, SweepReport, Workload, rerun, sweep, sweep_all,
+};
 
 fn failures(r: &SweepReport) -> String {
     r.failures

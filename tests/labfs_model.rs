@@ -1,35 +1,22 @@
 //! Model-based random test: the same random operations on labfs and on the model filesystem
-//! the crash harness uses (`fslab::crashtest::model`); every labfs result, error included,
+//! the crash harness uses (`fslab::testing::crash::model`); every labfs result, error included,
 //! must be the one the model predicts. After each step the touched paths agree (names, inode
 //! numbers, contents), every so often the whole trees agree and fsck is clean, and after
 //! unmount + mount everything still agrees.
 
+mod common;
+
 use std::sync::Arc;
 
 use fslab::backend::{Errno, FileKind};
-use fslab::crashtest::model::{Change, Ino, Kind, Model};
 use fslab::fs::Fs;
 use fslab::fs::check::check;
-use fslab::fs::dev::{BlockDev, MemDev};
 use fslab::fs::error::FsError;
 use fslab::fs::inode::InodeRead;
-use fslab::fs::mkfs::mkfs;
-use fslab::fs::options::Options;
+use fslab::rng::SplitMix64;
+use fslab::testing::crash::model::{Change, Ino, Kind, Model};
 
-/// A small deterministic generator (xorshift64*), so a failing seed replays exactly.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use common::image;
 
 fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     if dir == b"/" {
@@ -150,7 +137,7 @@ fn compare_all(fs: &Fs, m: &Model) {
 }
 
 /// One random step on both; returns the paths it touched.
-fn step(fs: &Fs, m: &mut Model, rng: &mut Rng, names: &[Vec<u8>]) -> Vec<Vec<u8>> {
+fn step(fs: &Fs, m: &mut Model, rng: &mut SplitMix64, names: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let dirs = paths_of(m, Kind::Dir);
     let dir = dirs[rng.below(dirs.len() as u64) as usize].0.clone();
     let name = names[rng.below(names.len() as u64) as usize].as_slice();
@@ -234,12 +221,9 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut Rng, names: &[Vec<u8>]) -> Vec<Vec<u8>
 
 fn run(seed: u64, steps: usize, many_names: bool) {
     let names = names(many_names);
-    let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(64 << 20).unwrap());
-    let opts = Options::default();
-    mkfs(Arc::clone(&dev), &opts).unwrap();
-    let mut fs = Fs::mount(Arc::clone(&dev), opts.mount.clone()).unwrap();
+    let (img, mut fs) = image::mem(64 << 20).mount();
     let mut m = Model::new(fs.root().unwrap().ino);
-    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rng = SplitMix64::new(seed);
     for i in 0..steps {
         for p in step(&fs, &mut m, &mut rng, &names) {
             compare_path(&fs, &m, &p);
@@ -249,13 +233,11 @@ fn run(seed: u64, steps: usize, many_names: bool) {
             compare_all(&fs, &m);
         }
         if i % 500 == 499 {
-            fs.unmount().unwrap();
-            fs = Fs::mount(Arc::clone(&dev), opts.mount.clone()).unwrap();
+            fs = img.remount(fs);
             compare_all(&fs, &m);
         }
     }
-    fs.unmount().unwrap();
-    let fs = Fs::mount(Arc::clone(&dev), opts.mount.clone()).unwrap();
+    let fs = img.remount(fs);
     compare_all(&fs, &m);
     let files = paths_of(&m, Kind::File).len();
     let dirs = paths_of(&m, Kind::Dir);

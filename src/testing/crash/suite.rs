@@ -11,11 +11,11 @@ use std::str::FromStr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::crashtest::HarnessError;
-use crate::crashtest::ace::{AceBounds, sequences, setup_model};
-use crate::crashtest::sweep::{SweepOptions, SweepReport, sweep};
-use crate::crashtest::workload::{FsmarkLoad, FsxLoad, Workload};
 use crate::fs::options::Options;
+use crate::testing::crash::HarnessError;
+use crate::testing::crash::ace::{AceBounds, sequences, setup_model};
+use crate::testing::crash::sweep::{SweepOptions, SweepReport, sweep};
+use crate::testing::crash::workload::{FsmarkLoad, FsxLoad, Workload};
 
 /// A named set of workloads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,12 +30,12 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::crashtest::HarnessError;
 use crate::fs::dev::SECTOR_SIZE;
 use crate::fs::dev::fault::{
-    ApplyOrder, CrashPlan, FaultDev, Keep, Position, SectorPick, SplitMix64, Tear, TearTarget,
-    WriteInfo,
+    ApplyOrder, CrashPlan, FaultDev, Keep, Position, SectorPick, Tear, TearTarget, WriteInfo,
 };
+use crate::rng::SplitMix64;
+use crate::testing::crash::HarnessError;
 
 /// Which of the unflushed writes land; see the module docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -206,18 +206,18 @@ pub fn resolve(fault: &FaultDev, spec: &CrashSpec) -> Result<Resolved, HarnessEr
         Landing::Durable => plan = plan.keep(Keep::Subset(fua)),
         Landing::Completed => plan = plan.keep(Keep::Subset(completed.collect())),
         Landing::Subset(seed) => {
-            let mut rng = SplitMix64(seed);
+            let mut rng = SplitMix64::new(seed);
             plan = plan.keep(Keep::Subset(optional(&mut rng, true)));
         }
         Landing::Shuffled(seed) => {
-            let mut rng = SplitMix64(seed);
+            let mut rng = SplitMix64::new(seed);
             let keep = optional(&mut rng, true);
             plan = plan.keep(Keep::Subset(keep)).order(ApplyOrder::Shuffled {
                 seed: rng.next_u64(),
             });
         }
         Landing::Torn(seed) => {
-            let mut rng = SplitMix64(seed);
+            let mut rng = SplitMix64::new(seed);
             let tearable = tearable(&pw, spec.point, j);
             if tearable.is_empty() {
                 return Err(HarnessError::BadCase(format!(
@@ -281,7 +281,7 @@ pub fn states_at(
         if n > pw.first {
             out.push(spec(n, Landing::Completed));
         }
-        let mut rng = SplitMix64(seed ^ k.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut rng = SplitMix64::new(seed ^ k.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         for i in 0..random {
             if n == pw.first {
                 break;

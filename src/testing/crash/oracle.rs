@@ -30,12 +30,12 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::backend::FileKind;
-use crate::crashtest::model::{DataChange, Ino, Kind, Model};
-use crate::crashtest::record::{History, Persist, Step};
 use crate::fs::Fs;
 use crate::fs::dev::fault::Position;
 use crate::fs::error::FsError;
 use crate::fs::inode::InodeRead;
+use crate::testing::crash::model::{DataChange, Ino, Kind, Model};
+use crate::testing::crash::record::{History, Persist, Step};
 
 /// Most differing entries a namespace finding lists.
 const MAX_LISTED: usize = 8;
@@ -758,7 +758,7 @@ fn check_file(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crashtest::model::Change;
+    use crate::testing::crash::model::Change;
 
     /// A history built by hand. Step `i` starts at write `10 i` and returns at `10 i + 5`
     /// (all before any flush), so a crash position picks exactly which steps started and

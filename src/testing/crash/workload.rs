@@ -1,5 +1,5 @@
 //! The workloads the harness crashes: fs_mark with `-S1` and `-S4`, an fsx-like random loop,
-//! and ACE sequences ([`crate::crashtest::ace`]).
+//! and ACE sequences ([`crate::testing::crash::ace`]).
 //!
 //! Each is named by a one-line spec that round-trips through text, so a failure can print
 //! the command that reruns it:
@@ -17,14 +17,14 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use crate::backend::recording::VirtualClock;
 use crate::backend::{Access, FallocMode, Fd, OpenFlags, Target, TargetError};
-use crate::crashtest::HarnessError;
-use crate::crashtest::ace::AceSeq;
-use crate::crashtest::record::{Recorder, Recording};
-use crate::fs::dev::fault::SplitMix64;
 use crate::fs::options::Options;
-use crate::workload::fsmark::{self, Config, LoopReport, Observer, RunEnv, RunStart, SyncMethod};
+use crate::rng::SplitMix64;
+use crate::testing::VirtualClock;
+use crate::testing::crash::HarnessError;
+use crate::testing::crash::ace::AceSeq;
+use crate::testing::crash::record::{Recorder, Recording};
+use crate::workload::fsmark::{self, Config, LoopReport, Reporter, RunEnv, RunStart, SyncMethod};
 
 /// Device size for the harness's filesystems: small, so images are cheap to copy.
 pub const DEVICE_SIZE: u64 = 32 << 20;
@@ -74,7 +74,7 @@ impl Workload {
     pub fn record(&self, options: &Options) -> Result<Recording, HarnessError> {
         let rec = match self {
             Workload::Ace(_) => {
-                Recorder::resume(&*crate::crashtest::ace::setup_image(options)?, options)?
+                Recorder::resume(&*crate::testing::crash::ace::setup_image(options)?, options)?
             }
             _ => Recorder::mkfs(DEVICE_SIZE, options)?,
         };
@@ -203,7 +203,7 @@ impl FromStr for Workload {
 /// The fs_mark engine's report sink: the harness wants the calls, not the table.
 struct Quiet;
 
-impl Observer for Quiet {
+impl Reporter for Quiet {
     fn run_started(&mut self, _start: &RunStart<'_>) -> std::io::Result<()> {
         Ok(())
     }
@@ -303,7 +303,7 @@ fn run_fsx(rec: &Recorder, load: &FsxLoad) -> Result<(), HarnessError> {
             .map_err(call_err(format!("open {}", path.display())))?;
         files.push((path, fd));
     }
-    let mut rng = SplitMix64(load.seed);
+    let mut rng = SplitMix64::new(load.seed);
     let max = load.max;
     for op in 0..u64::from(load.ops) {
         let (path, fd) = &files[rng.below(files.len() as u64) as usize];

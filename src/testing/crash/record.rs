@@ -31,13 +31,13 @@ use crate::backend::{
     DirEntry, Errno, FallocMode, Fd, FileStat, FsStat, OpenFlags, Result as TargetResult, SyncMode,
     Target, TargetError,
 };
-use crate::crashtest::HarnessError;
-use crate::crashtest::model::{Change, Ino, Model};
-use crate::crashtest::oracle::Actual;
 use crate::fs::dev::fault::Position;
 use crate::fs::dev::{BlockDev, FaultDev, MemDev};
 use crate::fs::mkfs::mkfs;
 use crate::fs::options::Options;
+use crate::testing::crash::HarnessError;
+use crate::testing::crash::model::{Change, Ino, Model};
+use crate::testing::crash::oracle::Actual;
 
 /// What an acknowledged operation promised to make durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

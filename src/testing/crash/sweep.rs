@@ -11,16 +11,16 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use crate::crashtest::HarnessError;
-use crate::crashtest::oracle::{Actual, Finding, Index, judge};
-use crate::crashtest::plan::{Coverage, CrashSpec, resolve, states_at};
-use crate::crashtest::record::Recording;
-use crate::crashtest::workload::Workload;
 use crate::fs::Fs;
 use crate::fs::check::check;
 use crate::fs::dev::BlockDev;
 use crate::fs::dev::fault::{Position, TornWrite, WriteInfo};
 use crate::fs::options::Options;
+use crate::testing::crash::HarnessError;
+use crate::testing::crash::oracle::{Actual, Finding, Index, judge};
+use crate::testing::crash::plan::{Coverage, CrashSpec, resolve, states_at};
+use crate::testing::crash::record::Recording;
+use crate::testing::crash::workload::Workload;
 
 /// The command that reruns one case (the `crashtest` example).
 pub const RERUN: &str = "cargo run --release --example crashtest -- --case";

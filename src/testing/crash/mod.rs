@@ -2,8 +2,9 @@
 //! every flush and FUA point with the unflushed writes landing in every way a device allows,
 //! and check each recovered image against what was acknowledged.
 //!
-//! This is test infrastructure (nothing in labfs or the tools depends on it); it lives in the
-//! library so integration tests and the long-run command (`examples/crashtest.rs`) share it.
+//! This is test infrastructure (it lives under [`crate::testing`], which no production code
+//! imports); it is in the library so integration tests and the long-run command
+//! (`examples/crashtest.rs`) share it.
 //! It follows the tools the reliability notes describe: dm-log-writes and CrashMonkey record
 //! every write and replay up to each persistence point; CrashMonkey/ACE showed that small
 //! exhaustive workloads of up to three operations find most crash bugs; xfstests generic/455
