@@ -238,6 +238,14 @@ pub enum Finding {
         /// What was promised, if anything.
         promise: String,
     },
+    /// An entry names an inode the model never had (only possible if the history is
+    /// inconsistent with the namespace check that matched it).
+    Untracked {
+        /// The entry.
+        path: String,
+        /// The inode.
+        ino: Ino,
+    },
     /// Reading a file returned fewer bytes than its size.
     ShortRead {
         /// The file.
@@ -306,6 +314,9 @@ impl fmt::Display for Finding {
                     f,
                     ", and no later operation leaves that there ({bad} bad bytes; {promise})"
                 )
+            }
+            Finding::Untracked { path, ino } => {
+                write!(f, "{path} names inode {ino}, which no operation made")
             }
             Finding::ShortRead { path, size, read } => {
                 write!(f, "{path}: size {size} but a read returned {read} bytes")
@@ -475,7 +486,12 @@ pub fn judge(history: &History, index: &Index, crash: Position, actual: &Actual)
                 found: kind,
                 expected: k,
             }),
-            None => {}
+            // The namespace check matched this entry, so the model has the inode unless the
+            // history is inconsistent; say so rather than skip it.
+            None => findings.push(Finding::Untracked {
+                path: path.clone(),
+                ino,
+            }),
         }
         if kind == FileKind::File {
             path_of_file
@@ -617,13 +633,7 @@ fn check_file(
 ) {
     let steps = &history.steps;
     let Some(birth) = incarnation(history, index, ino, p) else {
-        // The namespace check already matched every entry, so this cannot happen unless the
-        // history is inconsistent; say so rather than skip the file.
-        findings.push(Finding::Kind {
-            path: path.to_string(),
-            found: FileKind::File,
-            expected: Kind::Dir,
-        });
+        // Reported as untracked by the entry check.
         return;
     };
     let first = birth.unwrap_or(0);
@@ -877,6 +887,7 @@ mod tests {
                 Finding::Size { .. } => "size",
                 Finding::Data { .. } => "data",
                 Finding::ShortRead { .. } => "short-read",
+                Finding::Untracked { .. } => "untracked",
             })
             .collect()
     }

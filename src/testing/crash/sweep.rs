@@ -89,26 +89,59 @@ pub struct Failure {
     pub checked: Checked,
 }
 
+/// Positions as ranges: `0-5,7,9-12` (sorted; "none" when empty).
+fn ranges(positions: &[usize]) -> String {
+    let mut sorted = positions.to_vec();
+    sorted.sort_unstable();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let start = sorted[i];
+        let mut end = start;
+        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
+            i += 1;
+            end = sorted[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    if out.is_empty() {
+        "none".to_string()
+    } else {
+        out.join(",")
+    }
+}
+
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let c = &self.checked;
         writeln!(f, "crash case {} failed:", self.case)?;
+        let shuffled = c.landed.windows(2).any(|w| w[0] > w[1]);
         writeln!(
             f,
             "  crash at flush point {} after {} of its {} pending writes completed ({}); \
-             landed {:?}{}",
+             landed: {}{}{}",
             c.spec.point,
             c.spec.completed,
             c.pending.len(),
             c.crash,
-            c.landed,
+            ranges(&c.landed),
+            if shuffled {
+                " (in a shuffled order)"
+            } else {
+                ""
+            },
             match &c.torn {
                 Some(t) => format!(
-                    ", write {} torn ({} of {} sectors landed: {:?})",
+                    "; write {} torn ({} of its {} sectors landed: {})",
                     t.position,
                     t.landed.len(),
                     t.sectors,
-                    t.landed
+                    ranges(&t.landed.iter().map(|&s| s as usize).collect::<Vec<_>>())
                 ),
                 None => String::new(),
             }
@@ -284,6 +317,13 @@ pub fn rerun(case: &Case, options: &Options) -> Result<Checked, HarnessError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn landed_writes_print_as_ranges() {
+        assert_eq!(ranges(&[]), "none");
+        assert_eq!(ranges(&[3]), "3");
+        assert_eq!(ranges(&[5, 0, 1, 2, 7, 9, 10]), "0-2,5,7,9-10");
+    }
 
     #[test]
     fn cases_round_trip_and_name_their_rerun_command() {
