@@ -178,7 +178,7 @@ pub enum Finding {
     /// The image does not mount (recovery failed or the superblock is unreadable).
     Mount(FsError),
     /// The full checker found violations.
-    Fsck(Vec<String>),
+    Fsck(Vec<crate::fs::check::Finding>),
     /// Walking or reading the tree failed.
     Read(FsError),
     /// The namespace is an earlier state than an acknowledged operation allows.
@@ -261,7 +261,10 @@ impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Finding::Mount(e) => write!(f, "the image does not mount: {e}"),
-            Finding::Fsck(v) => write!(f, "fsck: {}", v.join("; ")),
+            Finding::Fsck(v) => {
+                let all: Vec<String> = v.iter().map(ToString::to_string).collect();
+                write!(f, "fsck: {}", all.join("; "))
+            }
             Finding::Read(e) => write!(f, "reading the tree failed: {e}"),
             Finding::LostAck {
                 promise,
