@@ -295,6 +295,10 @@ impl Fs {
         self.stats.inc(Stat::BlkMapw);
         self.stats
             .add64(Stat64::XstratBytes, u64::from(got) << BLOCK_SHIFT);
+        // Mapped unwritten, as XFS's delalloc conversion maps new data-fork extents: write-back
+        // converts the blocks it wrote once their data is on the device. Mapped written, the
+        // allocation could reach the log before the data and a crash would expose whatever
+        // the blocks held before (another file's old data).
         bmap::set_mapping(
             tp,
             id,
@@ -302,7 +306,7 @@ impl Fs {
                 startoff: d.startoff,
                 startblock: block,
                 blockcount: got,
-                unwritten: false,
+                unwritten: true,
             },
             true,
         )
