@@ -5,7 +5,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
 use fslab::fs::dev::fault::{
-    AfterFail, BitFlip, CrashPlan, Event, FailRule, Keep, SectorPick, Tear, TearTarget,
+    AfterFail, ApplyOrder, BitFlip, CrashPlan, Event, FailRule, FlushPoint, Keep, Position,
+    SectorPick, Tear, TearTarget,
 };
 use fslab::fs::dev::{BlockDev, DevError, FaultDev, IoKind, MemDev};
 
@@ -522,4 +523,176 @@ fn flushes_without_writes_do_not_grow_the_log_past_its_limit() {
     assert_eq!(dev.flush_count(), 10_000);
     dev.crash_image(&CrashPlan::at(10_000))
         .expect("latest point held");
+}
+
+#[test]
+fn position_and_flush_points_place_writes_among_flushes() {
+    let dev = FaultDev::new_mem(MIB).expect("valid size");
+    assert_eq!(dev.position(), Position::default());
+    dev.write_at(&[1u8; 512], 0, false).expect("write");
+    dev.write_at(&[2u8; 512], 512, true).expect("write");
+    dev.flush().expect("flush");
+    dev.write_at(&[3u8; 512], 1024, false).expect("write");
+    let now = dev.position();
+    assert_eq!(
+        now,
+        Position {
+            flushes: 1,
+            writes: 3
+        }
+    );
+    assert_eq!(
+        dev.flush_point(1).expect("held"),
+        FlushPoint {
+            point: 1,
+            durable_writes: 2,
+            completed_writes: 2
+        }
+    );
+    assert_eq!(dev.flush_point(0).expect("held").completed_writes, 0);
+    assert!(dev.flush_point(2).is_err());
+    let pending = dev.pending_writes(1).expect("held");
+    assert_eq!(pending.len(), 1);
+    assert_eq!(
+        pending[0].issued,
+        Position {
+            flushes: 1,
+            writes: 2
+        },
+        "issued after the flush and the first two writes"
+    );
+    assert!(pending[0].issued.reached_by(now));
+    assert!(!now.reached_by(pending[0].issued));
+}
+
+#[test]
+fn a_folded_flush_point_still_reports_where_it_completed() {
+    let dev = FaultDev::new_mem(MIB).expect("valid size");
+    for i in 0..4u64 {
+        dev.write_at(&[i as u8; 4096], i * 4096, false)
+            .expect("write");
+        dev.flush().expect("flush");
+    }
+    dev.forget_before(3).expect("fold");
+    assert_eq!(
+        dev.flush_point(3).expect("held"),
+        FlushPoint {
+            point: 3,
+            durable_writes: 3,
+            completed_writes: 3
+        }
+    );
+}
+
+#[test]
+fn shuffled_order_keeps_writes_that_were_never_in_flight_together_in_order() {
+    let dev = FaultDev::new_mem(MIB).expect("valid size");
+    dev.flush().expect("flush");
+    for fill in 1..=6u8 {
+        dev.write_at(&[fill; 1024], 0, false).expect("write");
+    }
+    for seed in 0..64 {
+        let img = dev
+            .crash_image(
+                &CrashPlan::at(1)
+                    .keep(Keep::All)
+                    .order(ApplyOrder::Shuffled { seed }),
+            )
+            .expect("image");
+        assert_eq!(img.applied, vec![0, 1, 2, 3, 4, 5], "seed {seed}");
+        assert_eq!(read(&*img.dev, 0, 1024), vec![6u8; 1024], "seed {seed}");
+    }
+}
+
+/// A device whose writes to byte 0 wait until the test lets them finish, so a second write
+/// can be issued and complete while the first is in flight.
+struct GatedWrite {
+    mem: MemDev,
+    entered: Mutex<mpsc::Sender<()>>,
+    release: Mutex<mpsc::Receiver<()>>,
+}
+
+impl BlockDev for GatedWrite {
+    fn size(&self) -> u64 {
+        self.mem.size()
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<(), DevError> {
+        self.mem.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64, fua: bool) -> Result<(), DevError> {
+        if offset == 0 && buf[0] == 1 {
+            let _ = self.entered.lock().expect("sender").send(());
+            let _ = self.release.lock().expect("receiver").recv();
+        }
+        self.mem.write_at(buf, offset, fua)
+    }
+    fn flush(&self) -> Result<(), DevError> {
+        self.mem.flush()
+    }
+    fn describe(&self) -> String {
+        "gated".into()
+    }
+}
+
+#[test]
+fn shuffled_order_lands_overlapping_writes_in_flight_together_either_way() {
+    let (entered_tx, entered_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel();
+    let inner = Arc::new(GatedWrite {
+        mem: MemDev::new(MIB).expect("valid size"),
+        entered: Mutex::new(entered_tx),
+        release: Mutex::new(release_rx),
+    });
+    let dev = Arc::new(FaultDev::new(inner).expect("wraps"));
+    let slow = {
+        let dev = Arc::clone(&dev);
+        std::thread::spawn(move || dev.write_at(&[1u8; 1024], 0, false))
+    };
+    entered_rx.recv().expect("first write in flight");
+    // Issued while the first is in flight, overlapping its second sector; completes first.
+    dev.write_at(&[2u8; 1024], 512, false)
+        .expect("second write");
+    release_tx.send(()).expect("release");
+    slow.join().expect("writer").expect("first write");
+    // Then a write issued after both completed: it must land after both.
+    dev.write_at(&[3u8; 512], 1024, false).expect("third write");
+
+    let pending = dev.pending_writes(0).expect("held");
+    assert_eq!(pending.len(), 3);
+    assert_eq!(pending[0].offset, 512, "the second write completed first");
+    assert_eq!(
+        pending[1].issued.writes, 0,
+        "the first was issued before any completed"
+    );
+    assert_eq!(pending[2].issued.writes, 2);
+
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in 0..64 {
+        let img = dev
+            .crash_image(
+                &CrashPlan::at(0)
+                    .keep(Keep::All)
+                    .order(ApplyOrder::Shuffled { seed }),
+            )
+            .expect("image");
+        assert_eq!(
+            img.applied.last(),
+            Some(&2),
+            "seed {seed}: the third lands last"
+        );
+        let overlap = read(&*img.dev, 512, 512)[0];
+        let expect = if img.applied[0] == 0 { 1 } else { 2 };
+        assert_eq!(overlap, expect, "seed {seed}: the later-landing write wins");
+        assert_eq!(read(&*img.dev, 1024, 512), vec![3u8; 512]);
+        seen.insert(overlap);
+    }
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        vec![1, 2],
+        "both orders occur across seeds"
+    );
+    let completion = dev
+        .crash_image(&CrashPlan::at(0).keep(Keep::All))
+        .expect("image");
+    assert_eq!(read(&*completion.dev, 512, 512), vec![1u8; 512]);
 }

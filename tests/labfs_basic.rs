@@ -85,3 +85,33 @@ fn setattr_changes_mode_owner_and_times_and_persists() {
     assert_eq!(u32::from(c.di.mode), 0o100751);
     assert_eq!((c.di.uid, c.di.gid, c.di.atime, c.di.mtime), (7, 8, 11, 22));
 }
+
+#[test]
+fn writing_part_of_a_preallocated_range_leaves_the_rest_reading_zeroes() {
+    // Blocks that held another file's data, then preallocated (unwritten) for a new file:
+    // writing back one of them must not expose the old data in the others.
+    let (_img, fs) = image::mem(64 << 20).mount();
+    let root = fs.root().unwrap();
+    let (old, _) = fs.create(&root, b"old", 0o644, true).unwrap();
+    fs.write(&old, 0, &[0xab; 64 << 10]).unwrap();
+    fs.fsync(&old, false).unwrap();
+    fs.unlink(&root, b"old").unwrap();
+    drop(old);
+    fs.sync().unwrap();
+
+    let (f, _) = fs.create(&root, b"new", 0o644, true).unwrap();
+    fs.fallocate(&f, fslab::fs::vfs::FallocMode::Allocate, 0, 64 << 10)
+        .unwrap();
+    fs.write(&f, 8192 + 100, b"x").unwrap();
+    fs.fsync(&f, false).unwrap();
+    let mut back = vec![0u8; 64 << 10];
+    assert_eq!(fs.read(&f, 0, &mut back).unwrap(), 64 << 10);
+    let mut expected = vec![0u8; 64 << 10];
+    expected[8192 + 100] = b'x';
+    let stale = back.iter().zip(&expected).filter(|(a, b)| a != b).count();
+    assert_eq!(
+        stale, 0,
+        "{stale} bytes differ (stale data from the old file)"
+    );
+    assert_clean(&fs, "after the partial write-back");
+}

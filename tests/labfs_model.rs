@@ -1,64 +1,22 @@
-//! Model-based random test: the same random operations on labfs and on a plain in-memory
-//! model of a filesystem; after each step the touched paths agree, every so often the whole
-//! trees agree and fsck is clean, and after unmount + mount everything still agrees.
+//! Model-based random test: the same random operations on labfs and on the model filesystem
+//! the crash harness uses (`fslab::testing::crash::model`); every labfs result, error included,
+//! must be the one the model predicts. After each step the touched paths agree (names, inode
+//! numbers, contents), every so often the whole trees agree and fsck is clean, and after
+//! unmount + mount everything still agrees.
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use fslab::backend::FileKind;
+use fslab::backend::{Errno, FileKind};
 use fslab::fs::Fs;
 use fslab::fs::check::check;
 use fslab::fs::error::FsError;
 use fslab::fs::inode::InodeRead;
 use fslab::rng::SplitMix64;
+use fslab::testing::crash::model::{Change, Ino, Kind, Model};
 
 use common::image;
-
-#[derive(Debug, Clone, PartialEq)]
-enum Node {
-    Dir,
-    /// A file: the id of its data in `Model::files` (hard links share it).
-    File(usize),
-}
-
-#[derive(Default)]
-struct Model {
-    tree: BTreeMap<Vec<u8>, Node>,
-    files: Vec<Vec<u8>>,
-}
-
-impl Model {
-    fn new() -> Model {
-        let mut m = Model::default();
-        m.tree.insert(b"/".to_vec(), Node::Dir);
-        m
-    }
-    fn children(&self, dir: &[u8]) -> Vec<Vec<u8>> {
-        let prefix = if dir == b"/" {
-            b"/".to_vec()
-        } else {
-            [dir, b"/"].concat()
-        };
-        self.tree
-            .keys()
-            .filter(|k| {
-                k.starts_with(&prefix)
-                    && k.len() > prefix.len()
-                    && !k[prefix.len()..].contains(&b'/')
-            })
-            .cloned()
-            .collect()
-    }
-    fn dirs(&self) -> Vec<Vec<u8>> {
-        self.tree
-            .iter()
-            .filter(|(_, n)| **n == Node::Dir)
-            .map(|(k, _)| k.clone())
-            .collect()
-    }
-}
 
 fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     if dir == b"/" {
@@ -68,9 +26,8 @@ fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     }
 }
 
-fn split(path: &[u8]) -> (&[u8], &[u8]) {
-    let i = path.iter().rposition(|&c| c == b'/').expect("absolute");
-    (if i == 0 { b"/" } else { &path[..i] }, &path[i + 1..])
+fn show(path: &[u8]) -> String {
+    String::from_utf8_lossy(path).into_owned()
 }
 
 /// Names for a run: a few short ones (small, shortform directories) or many long ones, so
@@ -88,6 +45,30 @@ fn names(many: bool) -> Vec<Vec<u8>> {
     }
 }
 
+/// Paths of the model's directories, or of its files.
+fn paths_of(m: &Model, kind: Kind) -> Vec<(Vec<u8>, Ino)> {
+    let mut out = Vec::new();
+    let mut stack = vec![(b"/".to_vec(), m.root())];
+    if kind == Kind::Dir {
+        out.push((b"/".to_vec(), m.root()));
+    }
+    while let Some((dir, dino)) = stack.pop() {
+        for (name, &ino) in m.children(dino).into_iter().flatten() {
+            let is_dir = m.children(ino).is_some();
+            if is_dir || kind == Kind::File {
+                let path = join(&dir, name);
+                if is_dir {
+                    stack.push((path.clone(), ino));
+                }
+                if is_dir == (kind == Kind::Dir) {
+                    out.push((path, ino));
+                }
+            }
+        }
+    }
+    out
+}
+
 fn read_all(fs: &Fs, path: &[u8]) -> Vec<u8> {
     let ip = fs.lookup_path(path).unwrap();
     let size = InodeRead::lock(Arc::clone(&ip)).di.size as usize;
@@ -96,45 +77,60 @@ fn read_all(fs: &Fs, path: &[u8]) -> Vec<u8> {
     out
 }
 
+/// labfs's result and the model's prediction must agree: both succeed, or both fail with
+/// the same errno.
+fn agree<T>(what: &str, labfs: &Result<T, FsError>, model: &Result<Change, Errno>) {
+    assert_eq!(
+        labfs.as_ref().err().map(FsError::errno),
+        model.as_ref().err().copied(),
+        "{what}: labfs and the model disagree"
+    );
+}
+
 /// Compare one path between labfs and the model.
 fn compare_path(fs: &Fs, m: &Model, path: &[u8]) {
-    match m.tree.get(path) {
-        None => assert_eq!(
-            fs.lookup_path(path).err(),
-            Some(FsError::NotFound),
-            "{} should not exist",
-            String::from_utf8_lossy(path)
-        ),
-        Some(Node::Dir) => {
-            let ip = fs.lookup_path(path).unwrap();
-            let mut names: Vec<Vec<u8>> = fs
-                .readdir(&ip)
-                .unwrap()
-                .into_iter()
-                .map(|e| join(path, &e.name))
-                .collect();
-            names.sort();
+    let ino = match m.resolve(path) {
+        Err(e) => {
             assert_eq!(
-                names,
-                m.children(path),
-                "entries of {}",
-                String::from_utf8_lossy(path)
+                fs.lookup_path(path).err().map(|e| e.errno()),
+                Some(e),
+                "{} should not exist",
+                show(path)
             );
+            return;
         }
-        Some(Node::File(id)) => {
-            assert_eq!(
-                read_all(fs, path),
-                m.files[*id],
-                "contents of {}",
-                String::from_utf8_lossy(path)
-            );
-        }
+        Ok(ino) => ino,
+    };
+    assert_eq!(
+        fs.lookup_path(path).unwrap().ino,
+        ino,
+        "inode of {}",
+        show(path)
+    );
+    if let Some(children) = m.children(ino) {
+        let ip = fs.lookup_path(path).unwrap();
+        let mut found: Vec<(Vec<u8>, u64)> = fs
+            .readdir(&ip)
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name, e.ino))
+            .collect();
+        found.sort();
+        let expected: Vec<(Vec<u8>, u64)> = children.iter().map(|(n, &i)| (n.clone(), i)).collect();
+        assert_eq!(found, expected, "entries of {}", show(path));
+    } else {
+        assert_eq!(
+            read_all(fs, path),
+            m.content(ino).unwrap(),
+            "contents of {}",
+            show(path)
+        );
     }
 }
 
 fn compare_all(fs: &Fs, m: &Model) {
-    for path in m.tree.keys() {
-        compare_path(fs, m, path);
+    for (path, _) in m.walk() {
+        compare_path(fs, m, &path);
     }
     let r = check(fs).unwrap();
     assert!(r.is_clean(), "fsck: {:#?}", r.findings);
@@ -142,170 +138,82 @@ fn compare_all(fs: &Fs, m: &Model) {
 
 /// One random step on both; returns the paths it touched.
 fn step(fs: &Fs, m: &mut Model, rng: &mut SplitMix64, names: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    let dirs = m.dirs();
-    let dir = dirs[rng.below(dirs.len() as u64) as usize].clone();
+    let dirs = paths_of(m, Kind::Dir);
+    let dir = dirs[rng.below(dirs.len() as u64) as usize].0.clone();
     let name = names[rng.below(names.len() as u64) as usize].as_slice();
     let path = join(&dir, name);
     let dip = fs.lookup_path(&dir).unwrap();
     match rng.below(9) {
         0 => {
             let r = fs.mkdir(&dip, name, 0o755);
-            if m.tree.contains_key(&path) {
-                assert_eq!(r.err(), Some(FsError::Exists));
-            } else {
-                r.unwrap();
-                m.tree.insert(path.clone(), Node::Dir);
-            }
+            let mr = m.mkdir(&path, r.as_ref().ok().map(|ip| ip.ino));
+            agree(&format!("mkdir {}", show(&path)), &r, &mr);
         }
         1 | 2 => {
             // Write (creating when absent) at a random offset.
             let off = rng.below(3 * 4096 + 100);
             let len = rng.below(9000) as usize + 1;
             let byte = rng.below(255) as u8 + 1;
-            match m.tree.get(&path).cloned() {
-                Some(Node::Dir) => {
-                    assert_eq!(
-                        fs.create(&dip, name, 0o644, false).err(),
-                        Some(FsError::IsDir)
-                    );
-                }
-                existing => {
-                    let (ip, created) = fs.create(&dip, name, 0o644, false).unwrap();
-                    assert_eq!(created, existing.is_none());
-                    fs.write(&ip, off, &vec![byte; len]).unwrap();
-                    let id = match existing {
-                        Some(Node::File(id)) => id,
-                        _ => {
-                            m.files.push(Vec::new());
-                            m.tree.insert(path.clone(), Node::File(m.files.len() - 1));
-                            m.files.len() - 1
-                        }
-                    };
-                    let data = &mut m.files[id];
-                    let end = off as usize + len;
-                    if data.len() < end {
-                        data.resize(end, 0);
-                    }
-                    data[off as usize..end].fill(byte);
-                }
+            let r = fs.create(&dip, name, 0o644, false);
+            let mr = m.create(&path, false, r.as_ref().ok().map(|(ip, _)| ip.ino));
+            let what = format!("create {}", show(&path));
+            assert_eq!(
+                r.as_ref().err().map(FsError::errno),
+                mr.as_ref().err().copied(),
+                "{what}"
+            );
+            if let (Ok((ip, created)), Ok((ino, change))) = (r, mr) {
+                assert_eq!(created, change.born.is_some(), "{what}");
+                assert_eq!(ip.ino, ino, "{what}");
+                fs.write(&ip, off, &vec![byte; len]).unwrap();
+                m.write(ino, off, &vec![byte; len]).unwrap();
             }
         }
         3 => {
-            if let Some(Node::File(id)) = m.tree.get(&path).cloned() {
+            if let Some(ino) = m.resolve(&path).ok().filter(|&i| m.content(i).is_some()) {
                 let size = rng.below(3 * 4096 + 50);
                 let ip = fs.lookup_path(&path).unwrap();
                 fs.truncate(&ip, size).unwrap();
-                m.files[id].resize(size as usize, 0);
+                m.truncate(ino, size).unwrap();
             }
         }
         4 => {
             let r = fs.unlink(&dip, name);
-            match m.tree.get(&path) {
-                None => assert_eq!(r.err(), Some(FsError::NotFound)),
-                Some(Node::Dir) => assert_eq!(r.err(), Some(FsError::IsDir)),
-                Some(Node::File(_)) => {
-                    r.unwrap();
-                    m.tree.remove(&path);
-                }
-            }
+            agree(&format!("unlink {}", show(&path)), &r, &m.unlink(&path));
         }
         5 => {
             let r = fs.rmdir(&dip, name);
-            match m.tree.get(&path) {
-                None => assert_eq!(r.err(), Some(FsError::NotFound)),
-                Some(Node::File(_)) => assert_eq!(r.err(), Some(FsError::NotDir)),
-                Some(Node::Dir) if !m.children(&path).is_empty() => {
-                    assert_eq!(r.err(), Some(FsError::NotEmpty))
-                }
-                Some(Node::Dir) => {
-                    r.unwrap();
-                    m.tree.remove(&path);
-                }
-            }
+            agree(&format!("rmdir {}", show(&path)), &r, &m.rmdir(&path));
         }
         6 | 7 => {
             // Rename onto a random name in a random directory.
-            let ddir = dirs[rng.below(dirs.len() as u64) as usize].clone();
+            let ddir = dirs[rng.below(dirs.len() as u64) as usize].0.clone();
             let dname = names[rng.below(names.len() as u64) as usize].as_slice();
             let dpath = join(&ddir, dname);
             let ddip = fs.lookup_path(&ddir).unwrap();
             let r = fs.rename(&dip, name, &ddip, dname);
-            let src = m.tree.get(&path).cloned();
-            let dst = m.tree.get(&dpath).cloned();
-            let into_self = dpath.starts_with(&path)
-                && (dpath.len() == path.len() || dpath[path.len()] == b'/');
-            let expect: Result<(), FsError> = match (&src, &dst) {
-                (None, _) => Err(FsError::NotFound),
-                _ if path == dpath => Ok(()),
-                (Some(Node::Dir), _) if into_self => {
-                    Err(FsError::Invalid("cannot move a directory into itself"))
-                }
-                (Some(Node::Dir), Some(Node::File(_))) => Err(FsError::NotDir),
-                (Some(Node::File(_)), Some(Node::Dir)) => Err(FsError::IsDir),
-                (Some(Node::Dir), Some(Node::Dir)) if !m.children(&dpath).is_empty() => {
-                    Err(FsError::NotEmpty)
-                }
-                (Some(Node::File(a)), Some(Node::File(b))) if a == b => Ok(()),
-                _ => Ok(()),
-            };
-            match expect {
-                Err(e) => assert_eq!(
-                    r.err(),
-                    Some(e),
-                    "rename {} -> {}",
-                    String::from_utf8_lossy(&path),
-                    String::from_utf8_lossy(&dpath)
-                ),
-                Ok(()) => {
-                    r.unwrap();
-                    let same_inode = matches!((&src, &dst), (Some(Node::File(a)), Some(Node::File(b))) if a == b);
-                    if path != dpath && !same_inode {
-                        // Move the subtree.
-                        let moved: Vec<(Vec<u8>, Node)> = m
-                            .tree
-                            .iter()
-                            .filter(|(k, _)| {
-                                *k == &path || k.starts_with(&[path.as_slice(), b"/"].concat())
-                            })
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect();
-                        m.tree.remove(&dpath);
-                        for (k, v) in moved {
-                            m.tree.remove(&k);
-                            m.tree
-                                .insert([dpath.as_slice(), &k[path.len()..]].concat(), v);
-                        }
-                    }
-                    return vec![path, dpath, dir, ddir];
-                }
+            let mr = m.rename(&path, &dpath);
+            agree(
+                &format!("rename {} -> {}", show(&path), show(&dpath)),
+                &r,
+                &mr,
+            );
+            if r.is_ok() {
+                return vec![path, dpath, dir, ddir];
             }
             return vec![path, dpath];
         }
         _ => {
             // Hard link an existing file under another name.
-            let files: Vec<(Vec<u8>, usize)> = m
-                .tree
-                .iter()
-                .filter_map(|(k, v)| {
-                    if let Node::File(id) = v {
-                        Some((k.clone(), *id))
-                    } else {
-                        None
-                    }
-                })
-                .collect();
+            let files = paths_of(m, Kind::File);
             if files.is_empty() {
                 return vec![];
             }
-            let (src, id) = files[rng.below(files.len() as u64) as usize].clone();
+            let (src, _) = files[rng.below(files.len() as u64) as usize].clone();
             let ip = fs.lookup_path(&src).unwrap();
             let r = fs.link(&ip, &dip, name);
-            if m.tree.contains_key(&path) {
-                assert_eq!(r.err(), Some(FsError::Exists));
-            } else {
-                r.unwrap();
-                m.tree.insert(path.clone(), Node::File(id));
-            }
+            let mr = m.link(&src, &path);
+            agree(&format!("link {} {}", show(&src), show(&path)), &r, &mr);
         }
     }
     vec![path, dir]
@@ -314,7 +222,7 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut SplitMix64, names: &[Vec<u8>]) -> Vec<
 fn run(seed: u64, steps: usize, many_names: bool) {
     let names = names(many_names);
     let (img, mut fs) = image::mem(64 << 20).mount();
-    let mut m = Model::new();
+    let mut m = Model::new(fs.root().unwrap().ino);
     let mut rng = SplitMix64::new(seed);
     for i in 0..steps {
         for p in step(&fs, &mut m, &mut rng, &names) {
@@ -331,41 +239,33 @@ fn run(seed: u64, steps: usize, many_names: bool) {
     }
     let fs = img.remount(fs);
     compare_all(&fs, &m);
-    let files = m
-        .tree
-        .values()
-        .filter(|n| matches!(n, Node::File(_)))
-        .count();
+    let files = paths_of(&m, Kind::File).len();
+    let dirs = paths_of(&m, Kind::Dir);
     assert!(
-        files > 3 && m.dirs().len() > 3,
+        files > 3 && dirs.len() > 3,
         "the run built a real tree ({files} files)"
     );
     if many_names {
         // Directories big enough to leave the shortform (a few long names fill it).
-        let widest = m
-            .dirs()
+        let widest = dirs
             .iter()
-            .map(|d| m.children(d).len())
+            .filter_map(|(_, d)| m.children(*d).map(|c| c.len()))
             .max()
             .unwrap_or(0);
         assert!(widest > 20, "widest directory has {widest} entries");
     }
     // Kinds recorded in directory entries match the inodes.
-    for (path, node) in &m.tree {
-        if path == b"/" {
-            continue;
-        }
-        let (dir, name) = split(path);
+    for (dir, dino) in &dirs {
         let entries = fs.readdir(&fs.lookup_path(dir).unwrap()).unwrap();
-        let e = entries.iter().find(|e| e.name == name).unwrap();
-        assert_eq!(
-            e.kind,
-            if *node == Node::Dir {
-                FileKind::Dir
-            } else {
-                FileKind::File
-            }
-        );
+        for e in entries {
+            let kind = m
+                .children(*dino)
+                .and_then(|c| c.get(&e.name))
+                .and_then(|&i| m.node(i))
+                .map(|n| n.kind.file_kind());
+            assert_eq!(Some(e.kind), kind, "{}", show(&join(dir, &e.name)));
+            assert_ne!(e.kind, FileKind::Other);
+        }
     }
 }
 

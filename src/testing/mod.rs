@@ -1,4 +1,5 @@
-//! Test doubles: a recording target, an in-memory target and a virtual clock.
+//! Test doubles: a recording target, an in-memory target and a virtual clock; and the
+//! crash-consistency harness ([`crash`]).
 //!
 //! Engines are tested by running them on these instead of a real filesystem: a
 //! [`RecordingTarget`] logs every call an engine makes (an strace of the workload), a
@@ -10,6 +11,7 @@
 //! [`crate::workload::SystemClock`] only. The test below keeps that true.
 
 mod clock;
+pub mod crash;
 mod mem;
 mod recording;
 

@@ -295,6 +295,10 @@ impl Fs {
         self.stats.inc(Stat::BlkMapw);
         self.stats
             .add64(Stat64::XstratBytes, u64::from(got) << BLOCK_SHIFT);
+        // Mapped unwritten, as XFS's delalloc conversion maps new data-fork extents: write-back
+        // converts the blocks it wrote once their data is on the device. Mapped written, the
+        // allocation could reach the log before the data and a crash would expose whatever
+        // the blocks held before (another file's old data).
         bmap::set_mapping(
             tp,
             id,
@@ -302,7 +306,7 @@ impl Fs {
                 startoff: d.startoff,
                 startblock: block,
                 blockcount: got,
-                unwritten: false,
+                unwritten: true,
             },
             true,
         )
@@ -322,9 +326,12 @@ impl Fs {
 
     fn writeback_locked(&self, w: InodeWrite) -> FsResult<usize> {
         let mut w = self.convert_delalloc(w)?;
-        // Gather runs of dirty pages that are contiguous on disk.
+        // Gather runs of dirty pages that are contiguous on disk, and the parts of unwritten
+        // extents they cover: only those parts become written. Converting a whole unwritten
+        // extent because one of its blocks was written would expose whatever its other
+        // blocks held on disk (another file's old data) instead of zeroes.
         let mut runs: Vec<(u64, Vec<u64>)> = Vec::new();
-        let mut unwritten = Vec::new();
+        let mut unwritten: Vec<Extent> = Vec::new();
         {
             let cache = w.ext.as_ref().expect("has dirty pages");
             for (&b, p) in cache.pages.iter().filter(|(_, p)| p.dirty) {
@@ -338,7 +345,21 @@ impl Fs {
                 let _ = p;
                 let disk = e.startblock + (b - e.startoff);
                 if e.unwritten {
-                    unwritten.push(e);
+                    match unwritten.last_mut() {
+                        Some(u)
+                            if u.startoff + u64::from(u.blockcount) == b
+                                && u.startblock + u64::from(u.blockcount) == disk
+                                && u.blockcount < MAX_EXTENT_LEN =>
+                        {
+                            u.blockcount += 1;
+                        }
+                        _ => unwritten.push(Extent {
+                            startoff: b,
+                            startblock: disk,
+                            blockcount: 1,
+                            unwritten: false,
+                        }),
+                    }
                 }
                 match runs.last_mut() {
                     Some((start, blocks)) if *start + blocks.len() as u64 == disk => blocks.push(b),
@@ -370,20 +391,11 @@ impl Fs {
         self.dirty_data_pages
             .fetch_sub(written as u64, Ordering::Relaxed);
         if !unwritten.is_empty() {
-            unwritten.dedup();
             let mut tp = Trans::new(self);
             tp.allow_set_aside();
             let id = tp.join_locked(w);
             for e in unwritten {
-                bmap::set_mapping(
-                    &mut tp,
-                    id,
-                    Extent {
-                        unwritten: false,
-                        ..e
-                    },
-                    false,
-                )?;
+                bmap::set_mapping(&mut tp, id, e, false)?;
             }
             w = tp.commit_keep(id)?;
         }

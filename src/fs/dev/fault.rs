@@ -13,7 +13,9 @@
 //!   ([`FaultDev::flip_on_read`]);
 //! - **fails** the N-th read, write or flush with [`DevError::Injected`], optionally failing
 //!   every later request too ([`DevError::InjectedDead`]) until [`FaultDev::clear_faults`];
-//! - counts flush points ([`FaultDev::flush_count`]) so a test can crash at every one.
+//! - counts flush points ([`FaultDev::flush_count`]) so a test can crash at every one, and
+//!   reports the device's [`Position`] (flushes and writes completed so far) so a caller can
+//!   place its own events, such as an fsync returning, among the device's.
 //!
 //! # What a flush point covers
 //!
@@ -25,6 +27,17 @@
 //! A FUA write is durable once it completes, so a plan that drops a pending FUA write models
 //! a crash *before* that write completed: whatever the caller did after it was acknowledged
 //! did not happen. [`CrashImage::kept`] says which pending writes landed.
+//!
+//! # Order
+//!
+//! Kept writes land in completion order by default, so of two kept writes to the same sector
+//! the later one wins. A device may also finish writes that were in flight together in either
+//! order, so [`ApplyOrder::Shuffled`] lands the kept writes in a seeded random order that keeps
+//! only the order the device must keep: a write that completed before another was *issued*
+//! lands before it (each write records the [`Position`] it was issued at). Writes that were
+//! never in flight together keep their order, so for a filesystem that issues one write at a
+//! time a shuffled image equals the completion-order one; they differ where concurrent
+//! writes overlap.
 //!
 //! # Memory
 //!
@@ -62,6 +75,54 @@ fn write_cost(data: &[u8]) -> u64 {
 /// Bytes read at a time when snapshotting a device that is not a [`MemDev`].
 const SNAPSHOT_CHUNK: usize = 1 << 20;
 
+/// Where the device is in its history: flushes and writes completed so far.
+///
+/// Two positions taken by one thread are ordered; `a.reached_by(b)` says that everything
+/// completed at `a` had also completed at `b`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Position {
+    /// Flushes completed (the flush point the device is at).
+    pub flushes: u64,
+    /// Writes completed (recorded).
+    pub writes: u64,
+}
+
+impl Position {
+    /// Whether every flush and write completed at `self` had completed at `other` too.
+    pub fn reached_by(self, other: Position) -> bool {
+        self.flushes <= other.flushes && self.writes <= other.writes
+    }
+}
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "flush {} write {}", self.flushes, self.writes)
+    }
+}
+
+/// A flush point's place in the history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlushPoint {
+    /// The point (0 before the first flush).
+    pub point: u64,
+    /// Writes durable at this point (global indices below this; also the global index of its
+    /// first pending write).
+    pub durable_writes: u64,
+    /// Writes completed when the flush completed (at least `durable_writes`: writes that
+    /// complete while a flush runs are not covered by it). For point 0, 0.
+    pub completed_writes: u64,
+}
+
+impl FlushPoint {
+    /// The position right after this flush completed.
+    pub fn position(&self) -> Position {
+        Position {
+            flushes: self.point,
+            writes: self.completed_writes,
+        }
+    }
+}
+
 /// A recorded write, without its payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WriteInfo {
@@ -75,6 +136,9 @@ pub struct WriteInfo {
     pub len: u64,
     /// Whether it was a FUA write.
     pub fua: bool,
+    /// The device's position when the write was issued: writes completed before it are those
+    /// with a lower index than `issued.writes`; the others were in flight with it.
+    pub issued: Position,
 }
 
 /// One recorded event.
@@ -141,6 +205,20 @@ pub struct Tear {
     pub sectors: SectorPick,
 }
 
+/// In which order the kept writes land (it matters only where they overlap).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ApplyOrder {
+    /// Completion order: of two overlapping kept writes, the later-completed one wins.
+    #[default]
+    Completion,
+    /// A seeded random order that keeps every write after the writes that completed before
+    /// it was issued (see the module docs).
+    Shuffled {
+        /// The seed; the same seed picks the same order.
+        seed: u64,
+    },
+}
+
 /// What crash image to build.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CrashPlan {
@@ -150,6 +228,8 @@ pub struct CrashPlan {
     pub keep: Keep,
     /// Optionally tear one of the writes that land.
     pub tear: Option<Tear>,
+    /// The order the kept writes land in.
+    pub order: ApplyOrder,
 }
 
 impl CrashPlan {
@@ -159,6 +239,7 @@ impl CrashPlan {
             flush_point: k,
             keep: Keep::None,
             tear: None,
+            order: ApplyOrder::Completion,
         }
     }
 
@@ -171,6 +252,12 @@ impl CrashPlan {
     /// The same plan with a torn write.
     pub fn tear(mut self, tear: Tear) -> CrashPlan {
         self.tear = Some(tear);
+        self
+    }
+
+    /// The same plan with the kept writes landing in this order.
+    pub fn order(mut self, order: ApplyOrder) -> CrashPlan {
+        self.order = order;
         self
     }
 }
@@ -199,6 +286,9 @@ pub struct CrashImage {
     pub kept: Vec<usize>,
     /// The torn write, if any (it is also in `kept`).
     pub torn: Option<TornWrite>,
+    /// Positions in `pending` of the writes that landed, in the order they landed (the
+    /// elements of `kept`).
+    pub applied: Vec<usize>,
 }
 
 /// When a fault rule fires.
@@ -260,6 +350,7 @@ struct WriteRec {
     seq: u64,
     offset: u64,
     fua: bool,
+    issued: Position,
     /// A media corruption from [`FaultDev::corrupt`]: in every image built after it.
     corruption: bool,
     data: Box<[u8]>,
@@ -277,6 +368,8 @@ struct Log {
     /// Durable image at flush point `base_flush`.
     base: MemDev,
     base_flush: u64,
+    /// Writes completed when flush `base_flush` completed.
+    base_done_at: u64,
     /// Global index of `writes[0]`; also the durable horizon of `base_flush`.
     base_writes: u64,
     writes: VecDeque<WriteRec>,
@@ -351,12 +444,20 @@ impl Log {
             self.base_writes += 1;
         }
         for _ in self.base_flush..k {
-            if self.flushes.pop_front().is_some() {
+            if let Some(f) = self.flushes.pop_front() {
                 self.bytes -= FLUSH_COST;
+                self.base_done_at = f.done_at;
             }
         }
         self.base_flush = k;
         Ok(())
+    }
+
+    fn position(&self) -> Position {
+        Position {
+            flushes: self.flush_count,
+            writes: self.write_count,
+        }
     }
 
     fn info(&self, index: u64, w: &WriteRec) -> WriteInfo {
@@ -366,8 +467,17 @@ impl Log {
             offset: w.offset,
             len: w.data.len() as u64,
             fua: w.fua,
+            issued: w.issued,
         }
     }
+}
+
+/// One thing that lands in a crash image.
+enum Landing<'a> {
+    /// A kept pending write, by position.
+    Kept(usize),
+    /// A media corruption.
+    Corruption(&'a WriteRec),
 }
 
 struct Armed {
@@ -429,6 +539,7 @@ impl FaultDev {
             log: Mutex::new(Log {
                 base,
                 base_flush: 0,
+                base_done_at: 0,
                 base_writes: 0,
                 writes: VecDeque::new(),
                 flushes: VecDeque::new(),
@@ -451,6 +562,29 @@ impl FaultDev {
     /// Flush points so far: crash plans may name 0 (before any flush) up to this.
     pub fn flush_count(&self) -> u64 {
         self.log.lock().flush_count
+    }
+
+    /// Flushes and writes completed so far.
+    pub fn position(&self) -> Position {
+        self.log.lock().position()
+    }
+
+    /// Where flush point `k` sits among the writes.
+    pub fn flush_point(&self, k: u64) -> Result<FlushPoint, DevError> {
+        let log = self.log.lock();
+        log.check_point(k)?;
+        let completed_writes = if k == log.base_flush {
+            log.base_done_at
+        } else {
+            log.flushes
+                .get((k - log.base_flush - 1) as usize)
+                .map_or(log.write_count, |f| f.done_at)
+        };
+        Ok(FlushPoint {
+            point: k,
+            durable_writes: log.horizon_of(k),
+            completed_writes,
+        })
     }
 
     /// The oldest flush point a crash image can still be built at.
@@ -548,29 +682,50 @@ impl FaultDev {
                 image.write_at(&w.data, w.offset, true)?;
             }
         }
-        let mut position = 0usize;
+        // The pending writes by position, and the media corruptions among them (in every
+        // image: in their place in completion order, or after a shuffled order's writes).
+        let mut records: Vec<&WriteRec> = Vec::with_capacity(pending.len());
+        let mut landing: Vec<Landing> = Vec::with_capacity(kept.len());
         let mut next_kept = kept.iter().peekable();
         for i in range {
             let Some(w) = log.rec(i) else { continue };
             if w.corruption {
-                image.write_at(&w.data, w.offset, true)?;
+                landing.push(Landing::Corruption(w));
                 continue;
             }
-            let lands = next_kept.peek() == Some(&&position);
-            if lands {
+            if next_kept.peek() == Some(&&records.len()) {
                 next_kept.next();
-                match &torn {
-                    Some(t) if t.position == position => {
-                        for &s in &t.landed {
-                            let at = s as usize * SECTOR_SIZE as usize;
-                            let sector = &w.data[at..at + SECTOR_SIZE as usize];
-                            image.write_at(sector, w.offset + at as u64, true)?;
-                        }
-                    }
-                    _ => image.write_at(&w.data, w.offset, true)?,
-                }
+                landing.push(Landing::Kept(records.len()));
             }
-            position += 1;
+            records.push(w);
+        }
+        let applied = match plan.order {
+            ApplyOrder::Completion => kept.clone(),
+            ApplyOrder::Shuffled { seed } => {
+                let order = shuffle_kept(&kept, &pending, seed);
+                landing.retain(|l| matches!(l, Landing::Corruption(_)));
+                landing.splice(0..0, order.iter().map(|&p| Landing::Kept(p)));
+                order
+            }
+        };
+        for l in landing {
+            let (w, position) = match l {
+                Landing::Corruption(w) => {
+                    image.write_at(&w.data, w.offset, true)?;
+                    continue;
+                }
+                Landing::Kept(p) => (records[p], p),
+            };
+            match &torn {
+                Some(t) if t.position == position => {
+                    for &s in &t.landed {
+                        let at = s as usize * SECTOR_SIZE as usize;
+                        let sector = &w.data[at..at + SECTOR_SIZE as usize];
+                        image.write_at(sector, w.offset + at as u64, true)?;
+                    }
+                }
+                _ => image.write_at(&w.data, w.offset, true)?,
+            }
         }
         Ok(CrashImage {
             dev: Arc::new(image),
@@ -578,6 +733,7 @@ impl FaultDev {
             pending,
             kept,
             torn,
+            applied,
         })
     }
 
@@ -613,19 +769,28 @@ impl FaultDev {
         self.inner.read_at(&mut buf, sector)?;
         buf[(flip.offset - sector) as usize] ^= flip.mask;
         self.inner.write_at(&buf, sector, true)?;
-        self.record_write(sector, true, true, buf.into_boxed_slice());
+        self.record_write(sector, true, None, true, buf.into_boxed_slice());
         Ok(())
     }
 
-    fn record_write(&self, offset: u64, fua: bool, corruption: bool, data: Box<[u8]>) {
+    fn record_write(
+        &self,
+        offset: u64,
+        fua: bool,
+        issued: Option<Position>,
+        corruption: bool,
+        data: Box<[u8]>,
+    ) {
         let mut log = self.log.lock();
         let seq = log.seq();
+        let issued = issued.unwrap_or_else(|| log.position());
         log.bytes += write_cost(&data);
         log.write_count += 1;
         log.writes.push_back(WriteRec {
             seq,
             offset,
             fua,
+            issued,
             corruption,
             data,
         });
@@ -698,6 +863,44 @@ fn choose_kept(keep: &Keep, pending: usize) -> Result<Vec<usize>, DevError> {
             v
         }
     })
+}
+
+/// A seeded random order of the kept positions in which every write lands after the kept
+/// writes that completed before it was issued.
+///
+/// Write `b` may land once no kept write with a lower index than `b.issued.writes` is still
+/// waiting; as writes land, the lowest waiting index grows and more writes become free.
+fn shuffle_kept(kept: &[usize], pending: &[WriteInfo], seed: u64) -> Vec<usize> {
+    let mut rng = SplitMix64::new(seed);
+    // Kept positions by the position they were issued at (stable, so ties keep their order).
+    let mut by_issue: Vec<usize> = kept.to_vec();
+    by_issue.sort_by_key(|&p| pending[p].issued.writes);
+    let mut landed = vec![false; pending.len()];
+    let mut next_waiting = 0usize; // into `kept`, completion order
+    let mut next_free = 0usize; // into `by_issue`
+    let mut free: Vec<usize> = Vec::new();
+    let mut order = Vec::with_capacity(kept.len());
+    while order.len() < kept.len() {
+        while next_waiting < kept.len() && landed[kept[next_waiting]] {
+            next_waiting += 1;
+        }
+        let lowest_waiting = kept
+            .get(next_waiting)
+            .map_or(u64::MAX, |&p| pending[p].index);
+        while next_free < by_issue.len()
+            && pending[by_issue[next_free]].issued.writes <= lowest_waiting
+        {
+            free.push(by_issue[next_free]);
+            next_free += 1;
+        }
+        // The lowest waiting write itself is always free (it was issued before it
+        // completed), so `free` is never empty here.
+        let pick = rng.below(free.len() as u64) as usize;
+        let p = free.swap_remove(pick);
+        landed[p] = true;
+        order.push(p);
+    }
+    order
 }
 
 /// Resolve a tear against the chosen writes.
@@ -795,8 +998,9 @@ impl BlockDev for FaultDev {
         check_io(self.size(), req, || self.describe())?;
         self.gate(req)?;
         let data: Box<[u8]> = buf.into();
+        let issued = self.position();
         self.inner.write_at(buf, offset, fua)?;
-        self.record_write(offset, fua, false, data);
+        self.record_write(offset, fua, Some(issued), false, data);
         Ok(())
     }
 
@@ -839,6 +1043,7 @@ mod tests {
             offset: 0,
             len,
             fua: false,
+            issued: Position::default(),
         }
     }
 
