@@ -8,6 +8,7 @@
 //! - [`interrupt`]: the two-stage Ctrl-C.
 //! - [`fsmark`]: fs_mark's command line and the fsmark command.
 //! - [`csumhist`]: csumhist's subcommands (run, stat, bench).
+//! - [`syncbench`]: syncbench's subcommands (sweep).
 //! - [`labfs`]: the admin tool's command line (mkfs, check, info, print).
 //!
 //! Engines (in [`crate::workload`]) never see clap: each command here turns its arguments into
@@ -19,6 +20,7 @@ pub mod fsmark;
 pub mod interrupt;
 pub mod labfs;
 pub mod observe;
+pub mod syncbench;
 pub mod tool;
 
 use std::process::ExitCode;

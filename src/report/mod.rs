@@ -11,6 +11,7 @@
 //! - [`output`]: output files named on the command line, created before the run starts.
 //! - [`latency`]: percentiles of an `hdrhistogram` and a comfy-table rendering of them.
 //! - [`fsmark`]: fs_mark 3.3's header, table rows, summary and log file, plus fsmark's JSON.
+//! - [`syncbench`]: the sync sweep's table, JSON, CSV and SVG plots.
 //! - [`csum`]: csumhist's size tables, comparisons, engine tables, JSON and SVG plot.
 
 pub mod csum;
@@ -19,3 +20,4 @@ pub mod json;
 pub mod latency;
 pub mod output;
 pub mod progress;
+pub mod syncbench;
