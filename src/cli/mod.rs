@@ -10,6 +10,7 @@
 //! - [`fiolike`]: fio's command line and job files, and the fiolike command.
 //! - [`fsmark`]: fs_mark's command line and the fsmark command.
 //! - [`csumhist`]: csumhist's subcommands (run, stat, bench).
+//! - [`syncbench`]: syncbench's subcommands (sweep).
 //! - [`labfs`]: the admin tool's command line (mkfs, check, info, print).
 //!
 //! Engines (in [`crate::workload`]) never see clap: each command here turns its arguments into
@@ -22,6 +23,7 @@ pub mod fsmark;
 pub mod interrupt;
 pub mod labfs;
 pub mod observe;
+pub mod syncbench;
 pub mod tool;
 
 use std::process::ExitCode;

@@ -11,7 +11,8 @@
 //!    `--stats-decode FILE [FILE]` decodes snapshots (warning on stderr when counters went
 //!    backwards between them); neither touches a filesystem.
 //! 3. **Validate**: the shared flags ([`ObserveArgs::validate`], [`BackendArgs::to_config`])
-//!    and the command's own ([`Command::new`]), each refusal one line and exit 2.
+//!    and the command's own ([`Command::new`]), each refusal one line and exit 2; the
+//!    command may then size the backend for its work ([`Command::backend_config`]).
 //! 4. **Create the output files** (`--stats-out`, `--trace-out`, then the command's own,
 //!    [`Command::open_outputs`]) before any work: a bad path is one line and exit 1.
 //! 5. **Open the backend** (`--fs`, `--device`, `-o`, `--mkfs`; labfs is made and mounted)
@@ -134,7 +135,7 @@ use super::observe::{
     event_list,
 };
 use crate::backend::TargetError;
-use crate::backend::open::{OpenError, OpenedBackend, ParentsError, open};
+use crate::backend::open::{BackendConfig, OpenError, OpenedBackend, ParentsError, open};
 use crate::report::output::OutputError;
 
 /// A binary's arguments carry the shared flag groups (flattened [`BackendArgs`] and
@@ -164,6 +165,13 @@ pub trait Command: Sized {
     fn new(args: Self::Args, argv: Vec<String>) -> Result<Self, Self::UsageError>;
     /// The directories the run works in; on labfs, their parents are created first.
     fn work_dirs(&self) -> Vec<PathBuf>;
+    /// The backend to open, given the one the shared flags describe: a command whose work
+    /// needs more than the defaults provide (syncbench's sweep needs an inode cache and a
+    /// device as large as the inodes it is asked to cache) raises what the user left at its
+    /// default here. Called after [`Command::new`]; the default keeps `config`.
+    fn backend_config(&self, config: BackendConfig) -> BackendConfig {
+        config
+    }
     /// Create every file the command writes (logs, JSON, ...), before any work.
     fn open_outputs(&self) -> Result<Self::Outputs, OutputError>;
     /// Run the engine on the opened backend.
@@ -383,6 +391,7 @@ pub fn execute<C: Command>(args: C::Args, argv: Vec<String>) -> Ended<C::UsageEr
         Ok(c) => c,
         Err(e) => return Ended::failed(ToolError::Usage(e)),
     };
+    let backend_config = command.backend_config(backend_config);
     let observe_outputs = match observe.open_outputs() {
         Ok(o) => o,
         Err(e) => return Ended::failed(ToolError::Output(e)),

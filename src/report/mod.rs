@@ -12,6 +12,7 @@
 //! - [`latency`]: percentiles of an `hdrhistogram` and a comfy-table rendering of them.
 //! - [`fio`]: fio 3.33's normal, JSON, json+ and terse reports and its per-job logs.
 //! - [`fsmark`]: fs_mark 3.3's header, table rows, summary and log file, plus fsmark's JSON.
+//! - [`syncbench`]: the sync sweep's table, JSON, CSV and SVG plots.
 //! - [`csum`]: csumhist's size tables, comparisons, engine tables, JSON and SVG plot.
 
 pub mod csum;
@@ -21,6 +22,7 @@ pub mod json;
 pub mod latency;
 pub mod output;
 pub mod progress;
+pub mod syncbench;
 
 /// `ctime(3)` of `secs` in the local time zone: `"Mon Nov 30 06:35:36 2026\n"`.
 pub fn ctime(secs: u64) -> String {

@@ -9,11 +9,13 @@
 //!
 //! - [`fio`]: fio 3.33 job files and command lines, the job engine, on any target.
 //! - [`fsmark`]: the fs_mark 3.3 loop (create/write/fsync/close files, sync phases, unlink).
+//! - [`syncbench`]: sync() time against inode-cache size (sweep, the fs_mark degradation).
 //! - [`csum`]: csumhist's checksum-size histograms, the oltp mix, and the CRC engine bench.
 
 pub mod csum;
 pub mod fio;
 pub mod fsmark;
+pub mod syncbench;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

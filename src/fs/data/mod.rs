@@ -460,11 +460,11 @@ impl Fs {
         first_err.map_or(Ok(()), Err)
     }
 
-    /// Wait for data write-back in flight, finding the inodes to wait on as `sync_wait` says:
+    /// Wait for data write-back in flight, finding the inodes to wait on as `wait` says:
     /// the writeback list, or a walk of every cached inode (the cost thread 002 removed).
     /// Returns how many inodes were examined.
-    pub fn wait_writeback(&self) -> usize {
-        match self.opts.sync_wait {
+    pub fn wait_writeback(&self, wait: SyncWait) -> usize {
+        match wait {
             SyncWait::WbList => {
                 let list: Vec<Arc<Inode>> = self.wb_list.lock().values().cloned().collect();
                 for ip in &list {
@@ -490,12 +490,24 @@ impl Fs {
         }
     }
 
-    /// sync(2)/syncfs(2): write back all data, wait for it, make all metadata durable.
+    /// sync(2)/syncfs(2): write back all data, wait for it (as the mount's `sync_wait`
+    /// says), make all metadata durable.
     pub fn sync(&self) -> FsResult<()> {
+        self.sync_waiting(self.opts.sync_wait)
+    }
+
+    /// [`Fs::sync`] finding the write-back to wait on as `wait` says, whatever the mount
+    /// option: syncbench times both ways on one populated cache, which a remount would empty.
+    pub fn sync_waiting(&self, wait: SyncWait) -> FsResult<()> {
         self.check_live()?;
         self.writeback_all()?;
-        self.wait_writeback();
+        self.wait_writeback(wait);
         self.sync_metadata()
+    }
+
+    /// Inodes on the writeback list now (data write-back in flight).
+    pub fn writeback_list_len(&self) -> usize {
+        self.wb_list.lock().len()
     }
 
     /// truncate(2)/ftruncate(2).
