@@ -11,6 +11,7 @@
 //! - [`csum`]: csumhist's checksum-size histograms, the oltp mix, and the CRC engine bench.
 
 pub mod csum;
+pub mod fidelity;
 pub mod fsmark;
 
 use std::time::{SystemTime, UNIX_EPOCH};
