@@ -153,6 +153,10 @@ impl Fs {
     ) -> FsResult<()> {
         let first = block_of(off);
         let last = block_of(off + data.len() as u64 - 1);
+        // XFS maps a buffered write's range once, in its iomap write-begin path
+        // (xfs_buffered_write_iomap_begin), and counts one mapw for it; the write-back
+        // conversion counts its own (see allocate_for).
+        self.stats.inc(Stat::BlkMapw);
         // One lookup per block: the mapping decides both what to reserve and what to read.
         let mapping: Vec<Option<Extent>> = (first..=last)
             .map(|b| bmap::lookup(w.fork.extents(), b, &self.stats))
