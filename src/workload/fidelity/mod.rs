@@ -441,8 +441,8 @@ impl Comparison {
         );
         let _ = writeln!(
             out,
-            "{:<14}{:<18}{:>12}{:>12}{:>9}  {}",
-            "line", "field", "kernel/file", "labfs/file", "ratio", "verdict"
+            "{:<14}{:<18}{:>12}{:>12}{:>9}  verdict",
+            "line", "field", "kernel/file", "labfs/file", "ratio"
         );
         let mut zero = 0;
         let mut reasons: Vec<(&str, &str, &str)> = Vec::new();
