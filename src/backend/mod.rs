@@ -10,12 +10,18 @@
 //! target. Paths are absolute or relative paths in the target's namespace; for labfs that is
 //! the filesystem's own tree (`/bench/00/...`), for the host it is the real one.
 
+pub mod aio;
 pub mod host;
 pub mod lab;
 pub mod open;
+pub mod queue;
 
 use std::fmt;
+use std::io::{IoSlice, IoSliceMut};
 use std::path::Path;
+use std::sync::Arc;
+
+use queue::{IoQueue, QueueKind};
 
 pub use nix::errno::Errno;
 
@@ -244,6 +250,15 @@ pub trait Target: Send + Sync {
     fn sync(&self) -> Result<()>;
     /// syncfs(2) of the filesystem holding `path`.
     fn syncfs(&self, path: &Path) -> Result<()>;
+    /// lseek(2) with SEEK_SET: move the file offset of `fd` to `offset`.
+    fn lseek(&self, fd: Fd, offset: u64) -> Result<u64>;
+    /// preadv(2): read into `bufs` in order, starting at `offset`.
+    fn preadv(&self, fd: Fd, bufs: &mut [IoSliceMut<'_>], offset: u64) -> Result<usize>;
+    /// pwritev(2): write `bufs` in order, starting at `offset`.
+    fn pwritev(&self, fd: Fd, bufs: &[IoSlice<'_>], offset: u64) -> Result<usize>;
+    /// A queue keeping up to `depth` requests in flight (see [`queue`]): Linux AIO on the
+    /// host, worker threads on labfs.
+    fn io_queue(self: Arc<Self>, kind: QueueKind, depth: u32) -> Result<Box<dyn IoQueue>>;
 }
 
 /// Create `path`'s missing ancestors (not `path` itself), like `mkdir -p` of its parent.

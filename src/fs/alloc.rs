@@ -350,34 +350,34 @@ fn give_back(tp: &mut Trans, h: &mut AgfHandle, agbno: u32, len: u32) -> FsResul
         } else {
             None
         };
-        if let Some(l) = left {
-            if l.start + l.len > agbno {
-                return Err(FsError::Corrupt {
-                    kind: BlockKind::BnoBtree,
-                    daddr: 0,
-                    what: format!(
-                        "freeing blocks {agbno}+{len} that are already free ({}+{})",
-                        l.start, l.len
-                    ),
-                });
-            }
+        if let Some(l) = left
+            && l.start + l.len > agbno
+        {
+            return Err(FsError::Corrupt {
+                kind: BlockKind::BnoBtree,
+                daddr: 0,
+                what: format!(
+                    "freeing blocks {agbno}+{len} that are already free ({}+{})",
+                    l.start, l.len
+                ),
+            });
         }
         let right = if cur.lookup(st, &agbno, LookupMode::Ge)? {
             cur.get(st)?
         } else {
             None
         };
-        if let Some(r) = right {
-            if r.start < end {
-                return Err(FsError::Corrupt {
-                    kind: BlockKind::BnoBtree,
-                    daddr: 0,
-                    what: format!(
-                        "freeing blocks {agbno}+{len} that are already free ({}+{})",
-                        r.start, r.len
-                    ),
-                });
-            }
+        if let Some(r) = right
+            && r.start < end
+        {
+            return Err(FsError::Corrupt {
+                kind: BlockKind::BnoBtree,
+                daddr: 0,
+                what: format!(
+                    "freeing blocks {agbno}+{len} that are already free ({}+{})",
+                    r.start, r.len
+                ),
+            });
         }
         Ok((
             left.filter(|l| l.start + l.len == agbno),
@@ -435,7 +435,7 @@ fn choose(
         })?;
         if let Some(r) = hit {
             let avail = (r.start + r.len).saturating_sub(nb);
-            if r.start <= nb && nb % align == 0 && avail >= req.minlen {
+            if r.start <= nb && nb.is_multiple_of(align) && avail >= req.minlen {
                 return Ok(Some((r, nb, avail.min(req.maxlen))));
             }
         }

@@ -527,10 +527,8 @@ impl Fs {
             Self::touch_dir(&mut tp, ddp);
             let free_dst = dp.is_some_and(|dp| Self::unreferenced(&tp, dp));
             self.commit_names(tp, &[(sdir.ino, sname), (ddir.ino, dname)])?;
-            if free_dst {
-                if let Some(d) = &dst {
-                    self.inactivate(d)?;
-                }
+            if free_dst && let Some(d) = &dst {
+                self.inactivate(d)?;
             }
             return Ok(());
         }

@@ -6,11 +6,14 @@
 //! reads return zeroes.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::{IoSlice, IoSliceMut};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use nix::errno::Errno;
 use parking_lot::Mutex;
 
+use crate::backend::queue::{IoQueue, QueueKind, ThreadedQueue};
 use crate::backend::{
     DirEntry, FallocMode, Fd, FileKind, FileStat, FsStat, OpenFlags, Result, Target, TargetError,
 };
@@ -515,6 +518,36 @@ impl Target for MemTarget {
             return Err(Errno::ENOENT.into());
         }
         Ok(())
+    }
+
+    fn lseek(&self, fd: Fd, offset: u64) -> Result<u64> {
+        let mut s = self.state.lock();
+        let o = s.fds.get_mut(&fd.0).ok_or(Errno::EBADF)?;
+        o.offset = offset;
+        Ok(offset)
+    }
+
+    fn preadv(&self, fd: Fd, bufs: &mut [IoSliceMut<'_>], offset: u64) -> Result<usize> {
+        let mut done = 0usize;
+        for b in bufs.iter_mut() {
+            let n = self.pread(fd, b, offset + done as u64)?;
+            done += n;
+            if n < b.len() {
+                break;
+            }
+        }
+        Ok(done)
+    }
+
+    fn pwritev(&self, fd: Fd, bufs: &[IoSlice<'_>], offset: u64) -> Result<usize> {
+        let len: usize = bufs.iter().map(|b| b.len()).sum();
+        let mut s = self.state.lock();
+        let open = s.open_file(fd)?;
+        s.write_at(open, len, offset, self.capacity_blocks)
+    }
+
+    fn io_queue(self: Arc<Self>, _kind: QueueKind, depth: u32) -> Result<Box<dyn IoQueue>> {
+        Ok(Box::new(ThreadedQueue::new(self, depth)?))
     }
 }
 

@@ -13,6 +13,7 @@
 //! shows up in the FSYNC column and nowhere else.
 
 use std::collections::HashMap;
+use std::io::{IoSlice, IoSliceMut};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::ThreadId;
@@ -21,6 +22,7 @@ use nix::errno::Errno;
 use parking_lot::Mutex;
 
 use super::{MemTarget, VirtualClock};
+use crate::backend::queue::{IoQueue, QueueKind, ThreadedQueue};
 use crate::backend::{DirEntry, FallocMode, Fd, FileStat, FsStat, OpenFlags, Result, Target};
 
 /// The kind of a target call, used to give each kind a virtual cost.
@@ -52,6 +54,9 @@ pub enum Op {
     Statfs,
     Sync,
     Syncfs,
+    Lseek,
+    Preadv,
+    Pwritev,
 }
 
 /// One target call with its arguments. Descriptor calls carry the path the descriptor was
@@ -139,6 +144,20 @@ pub enum Call {
     Syncfs {
         path: PathBuf,
     },
+    Lseek {
+        path: PathBuf,
+        offset: u64,
+    },
+    Preadv {
+        path: PathBuf,
+        len: usize,
+        offset: u64,
+    },
+    Pwritev {
+        path: PathBuf,
+        len: usize,
+        offset: u64,
+    },
 }
 
 impl Call {
@@ -167,6 +186,9 @@ impl Call {
             Call::Statfs { .. } => Op::Statfs,
             Call::Sync => Op::Sync,
             Call::Syncfs { .. } => Op::Syncfs,
+            Call::Lseek { .. } => Op::Lseek,
+            Call::Preadv { .. } => Op::Preadv,
+            Call::Pwritev { .. } => Op::Pwritev,
         }
     }
 
@@ -192,7 +214,10 @@ impl Call {
             | Call::Stat { path }
             | Call::Truncate { path, .. }
             | Call::Statfs { path }
-            | Call::Syncfs { path } => Some(path),
+            | Call::Syncfs { path }
+            | Call::Lseek { path, .. }
+            | Call::Preadv { path, .. }
+            | Call::Pwritev { path, .. } => Some(path),
             Call::Rename { from, .. } => Some(from),
             Call::Link { existing, .. } => Some(existing),
         }
@@ -461,6 +486,38 @@ impl Target for RecordingTarget {
         self.record(Call::Syncfs { path: path.into() }, || {
             self.inner.syncfs(path)
         })
+    }
+
+    fn lseek(&self, fd: Fd, offset: u64) -> Result<u64> {
+        let call = Call::Lseek {
+            path: self.fd_path(fd),
+            offset,
+        };
+        self.record(call, || self.inner.lseek(fd, offset))
+    }
+
+    fn preadv(&self, fd: Fd, bufs: &mut [IoSliceMut<'_>], offset: u64) -> Result<usize> {
+        let call = Call::Preadv {
+            path: self.fd_path(fd),
+            len: bufs.iter().map(|b| b.len()).sum(),
+            offset,
+        };
+        self.record(call, || self.inner.preadv(fd, bufs, offset))
+    }
+
+    fn pwritev(&self, fd: Fd, bufs: &[IoSlice<'_>], offset: u64) -> Result<usize> {
+        let call = Call::Pwritev {
+            path: self.fd_path(fd),
+            len: bufs.iter().map(|b| b.len()).sum(),
+            offset,
+        };
+        self.record(call, || self.inner.pwritev(fd, bufs, offset))
+    }
+
+    /// Queued requests are served by worker threads calling this target, so each one is
+    /// recorded as the pread/pwrite/fsync it becomes.
+    fn io_queue(self: Arc<Self>, _kind: QueueKind, depth: u32) -> Result<Box<dyn IoQueue>> {
+        Ok(Box::new(ThreadedQueue::new(self, depth)?))
     }
 }
 

@@ -7,11 +7,13 @@
 //! *which* output column: every recorded call advances virtual time by a cost the test chose,
 //! so each column's figure is predictable.
 //!
+//! - [`fio`]: fio 3.33 job files and command lines, the job engine, on any target.
 //! - [`fsmark`]: the fs_mark 3.3 loop (create/write/fsync/close files, sync phases, unlink).
 //! - [`csum`]: csumhist's checksum-size histograms, the oltp mix, and the CRC engine bench.
 
 pub mod csum;
 pub mod fidelity;
+pub mod fio;
 pub mod fsmark;
 
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -35,31 +35,7 @@ pub enum Destination {
     LogFile,
 }
 
-/// `ctime(3)` of `secs` in the local time zone: `"Mon Nov 30 06:35:36 2026\n"`.
-pub fn ctime(secs: u64) -> String {
-    let t = secs as libc::time_t;
-    // SAFETY: an all-zero `tm` is a valid value of this plain C struct.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are valid for the call; localtime_r is thread-safe.
-    let ok = !unsafe { libc::localtime_r(&t, &mut tm) }.is_null();
-    if !ok {
-        return format!("{secs}\n");
-    }
-    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!(
-        "{} {}{:3} {:02}:{:02}:{:02} {}\n",
-        DAYS[tm.tm_wday.rem_euclid(7) as usize],
-        MONTHS[tm.tm_mon.rem_euclid(12) as usize],
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
-        i64::from(tm.tm_year) + 1900
-    )
-}
+use crate::report::ctime;
 
 const TITLES: [&str; 5] = ["FSUse%", "Count", "Size", "Files/sec", "App Overhead"];
 const VERBOSE_TITLES: [&str; 6] = [
