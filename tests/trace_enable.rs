@@ -55,7 +55,7 @@ fn glob_session_enables_only_matching_events_and_finish_disables_them() {
     let body: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(body.len(), 2);
     assert!(body[0].ends_with(
-        ": xfs_ail_insert: dev 7:0 lip 0x0000000000000010 old lsn 0/0 new lsn 3/64 \
+        ": xfs_ail_insert: dev 7:0 lip 0000000000000010 old lsn 0/0 new lsn 3/64 \
          type XFS_LI_BUF flags IN_AIL"
     ));
     assert!(body[1].contains(": xfs_ail_pinned: dev 7:0 "));

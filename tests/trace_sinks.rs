@@ -389,7 +389,7 @@ fn snapshot_leaves_records_and_drain_consumes_them() {
     assert_eq!(lines.len(), 12 + 10);
     assert_eq!(
         parse_ftrace_line(lines[12]).fields,
-        "dev 7:0 lip 0x0000000000001000 lsn 1/0 type XFS_LI_INODE flags IN_AIL"
+        "dev 7:0 lip 0000000000001000 lsn 1/0 type XFS_LI_INODE flags IN_AIL"
     );
     let mut again = Vec::new();
     session.snapshot(&mut again).expect("snapshot");

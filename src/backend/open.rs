@@ -24,6 +24,7 @@ use crate::fs::dev::spec::{DeviceSpec, MemberSpec};
 use crate::fs::dev::{self, DevError};
 use crate::fs::options::Options;
 use crate::fs::stats::MountStats;
+use crate::fs::stats::host::HostStatsScope;
 
 /// labfs on a device: what to mount and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,8 +83,14 @@ impl Default for BackendConfig {
 pub enum StatsSource {
     /// A labfs mount's own counters.
     Lab(Arc<MountStats>),
-    /// The host kernel's `/proc/fs/xfs/stat`.
-    Host,
+    /// The host kernel's statistics: the per-mount set of the XFS filesystem holding the
+    /// run's directories, or the global `/proc/fs/xfs/stat` (the scope says which and why).
+    Host {
+        /// Which statistics.
+        scope: HostStatsScope,
+        /// The run's directories (synced before the final reading).
+        dirs: Vec<PathBuf>,
+    },
 }
 
 /// The backend could not be opened.
@@ -154,10 +161,13 @@ impl OpenedBackend {
         }
     }
 
-    /// Where the run's statistics come from.
-    pub fn stats_source(&self) -> StatsSource {
+    /// Where the statistics of a run in `dirs` come from.
+    pub fn stats_source(&self, dirs: &[PathBuf]) -> StatsSource {
         match self {
-            OpenedBackend::Host(_) => StatsSource::Host,
+            OpenedBackend::Host(_) => StatsSource::Host {
+                scope: HostStatsScope::for_dirs(dirs),
+                dirs: dirs.to_vec(),
+            },
             OpenedBackend::Lab(l) => StatsSource::Lab(Arc::clone(&l.fs().stats)),
         }
     }

@@ -18,9 +18,12 @@ use std::path::PathBuf;
 use clap::Args;
 use thiserror::Error;
 
+use crate::backend::Target as _;
+use crate::backend::TargetError;
+use crate::backend::host::HostTarget;
 use crate::backend::open::StatsSource;
 use crate::fs::stats::decode::{Regression, StatDiff, StatFile};
-use crate::fs::stats::host::{HostStatsError, clear_host_stats, read_host_stats};
+use crate::fs::stats::host::{HostStatsError, SETTLE_TIMEOUT, settle};
 use crate::report::output::{OutputError, OutputFile};
 use crate::trace::TraceError;
 use crate::trace::registry::{self, EventSet};
@@ -258,6 +261,14 @@ pub enum ObserveError {
     /// The host's statistics could not be read or cleared.
     #[error("--stats: {0}")]
     HostStats(#[from] HostStatsError),
+    /// The run's directory could not be synced before the final reading.
+    #[error("--stats: syncfs {} before the final reading: {source}", path.display())]
+    Syncfs {
+        /// The directory.
+        path: PathBuf,
+        /// What the host said.
+        source: TargetError,
+    },
     /// A snapshot to decode could not be read.
     #[error("--stats-decode {}: {source}", path.display())]
     Read {
@@ -323,8 +334,8 @@ impl Observer {
         if args.wants_stats() {
             match &obs.source {
                 StatsSource::Lab(m) => m.mount().clear(),
-                StatsSource::Host if args.stats_clear => clear_host_stats()?,
-                StatsSource::Host => {}
+                StatsSource::Host { scope, .. } if args.stats_clear => scope.clear()?,
+                StatsSource::Host { .. } => {}
             }
             let now = obs.read()?;
             obs.last = Some(now.clone());
@@ -350,7 +361,7 @@ impl Observer {
     fn read(&self) -> Result<StatFile, ObserveError> {
         Ok(match &self.source {
             StatsSource::Lab(m) => StatFile::from(&m.mount().snapshot()),
-            StatsSource::Host => read_host_stats()?,
+            StatsSource::Host { scope, .. } => scope.read()?,
         })
     }
 
@@ -401,10 +412,31 @@ impl Observer {
             self.print_pending();
         }
         if self.args.wants_stats() {
-            let now = self.read()?;
+            let (now, host_note) = match &self.source {
+                StatsSource::Lab(_) => (self.read()?, None),
+                StatsSource::Host { scope, dirs } => {
+                    // The kernel finishes a run's work after the run: write-back completes
+                    // and unlinked inodes are inactivated in the background. syncfs, then
+                    // read until the counters stop moving.
+                    for dir in dirs {
+                        HostTarget::new()
+                            .syncfs(dir)
+                            .map_err(|source| ObserveError::Syncfs {
+                                path: dir.clone(),
+                                source,
+                            })?;
+                    }
+                    let (now, settled) = settle(scope, SETTLE_TIMEOUT)?;
+                    (now, Some(format!("# {}; {settled}\n", scope.describe())))
+                }
+            };
             let start = self.start.take().unwrap_or_else(|| now.clone());
             let diff = StatDiff::between(&start, &now);
-            eprint!("# xfs stats for the run\n{}", self.render(&diff));
+            eprint!(
+                "# xfs stats for the run\n{}{}",
+                host_note.unwrap_or_default(),
+                self.render(&diff)
+            );
             // Only the host's counters can step back during a run (a stats_clear by
             // someone else); the block is then not the run's.
             if let Some(w) = backwards_warning(diff.regressions()) {
@@ -435,6 +467,7 @@ impl Observer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::stats::host::{GlobalReason, HostStatsScope};
     use crate::fs::stats::{MountStats, Stat};
     use std::sync::Arc;
 
@@ -468,7 +501,10 @@ mod tests {
     fn nothing_is_read_or_started_without_flags() {
         let obs = Observer::start(
             &ObserveArgs::default(),
-            StatsSource::Host,
+            StatsSource::Host {
+                scope: HostStatsScope::Global(GlobalReason::NoDirectory),
+                dirs: Vec::new(),
+            },
             ObserveOutputs::default(),
         )
         .unwrap();

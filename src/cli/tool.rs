@@ -414,8 +414,12 @@ pub fn execute<C: Command>(args: C::Args, argv: Vec<String>) -> Ended<C::UsageEr
         .create_parents(&command.work_dirs())
         .map_err(ToolError::Parents)
         .and_then(|()| {
-            Observer::start(&observe, backend.stats_source(), observe_outputs)
-                .map_err(ToolError::Observe)
+            Observer::start(
+                &observe,
+                backend.stats_source(&command.work_dirs()),
+                observe_outputs,
+            )
+            .map_err(ToolError::Observe)
         });
     match started {
         Err(e) => ended.errors.push(e),

@@ -88,6 +88,19 @@ impl InodeCache {
         }
     }
 
+    /// The cached inode `ino`, if it is cached and not freed, without counting an `iget`:
+    /// for a path walk that found the inode number in the dentry cache, as the kernel's
+    /// dentry holds its inode and needs no `xfs_iget`.
+    pub fn peek(&self, ino: u64) -> Option<Arc<Inode>> {
+        let shard = self.shard(ino).lock();
+        let ip = shard.get(&ino)?;
+        if ip.has_flag(crate::fs::inode::iflags::FREED) {
+            return None;
+        }
+        ip.referenced.store(true, Ordering::Relaxed);
+        Some(Arc::clone(ip))
+    }
+
     /// Insert a freshly read or allocated inode. If another thread inserted the same inode
     /// meanwhile, that one wins and is returned (`ig dup`).
     pub fn insert(&self, ip: Arc<Inode>, stats: &MountStats) -> Arc<Inode> {

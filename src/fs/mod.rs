@@ -69,6 +69,7 @@ pub mod buf;
 pub mod check;
 pub mod cksum;
 pub mod data;
+pub mod dcache;
 pub mod dev;
 pub mod dir;
 pub mod error;

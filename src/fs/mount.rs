@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use crate::fs::buf::{BufCache, GetMode};
 use crate::fs::cksum::Cksum;
+use crate::fs::dcache::Dcache;
 use crate::fs::dev::BlockDev;
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::ag::{AGF_SECTOR, AGI_SECTOR, Agf, Agi};
@@ -57,6 +58,8 @@ pub struct Fs {
     pub bufs: BufCache,
     /// In-core inodes.
     pub icache: InodeCache,
+    /// Names already looked up, positive and negative (see [`crate::fs::dcache`]).
+    pub dcache: Dcache,
     /// This mount's statistics (and the global ones).
     pub stats: Arc<MountStats>,
     /// Per-AG summaries.
@@ -180,6 +183,7 @@ impl Fs {
             uuid: sb.uuid,
             rootino: sb.rootino,
             icache: InodeCache::new(opts.icache_limit),
+            dcache: Dcache::new(opts.dcache_entries),
             opts,
             bufs,
             stats,

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use crate::fs::Fs;
+use crate::fs::dcache::Cached;
 use crate::fs::dir;
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::NAME_MAX;
@@ -56,17 +57,35 @@ fn components(path: &[u8]) -> impl Iterator<Item = &[u8]> {
 }
 
 impl Fs {
-    /// The root directory.
+    /// The root directory. Its inode stays cached from the mount on, like the kernel's root
+    /// dentry, so a path walk takes it without an `iget` (counted only if reclaim took it).
     pub fn root(&self) -> FsResult<Arc<Inode>> {
-        self.iget(self.rootino)
+        match self.icache.peek(self.rootino) {
+            Some(ip) => Ok(ip),
+            None => self.iget(self.rootino),
+        }
     }
 
-    /// Look `name` up in directory `dir` (one component; `.` and `..` included).
+    /// Look `name` up in directory `dir` (one component; `.` and `..` included): from the
+    /// dentry cache when it knows the name, else from the directory (recording the result).
     pub fn lookup(&self, dir: &Arc<Inode>, name: &[u8]) -> FsResult<Arc<Inode>> {
         if name == b"." {
             return Ok(Arc::clone(dir));
         }
         check_name(name)?;
+        if let Some(found) = self.dcache.get(dir.ino, name) {
+            // Entries are kept for directories only, but the number may since have been
+            // freed and reused for a file, whose stale entries must not answer.
+            if InodeRead::lock(Arc::clone(dir)).is_dir() {
+                return match found {
+                    Cached::Negative => Err(FsError::NotFound),
+                    Cached::Positive(ino) => match self.icache.peek(ino) {
+                        Some(ip) => Ok(ip),
+                        None => self.iget(ino),
+                    },
+                };
+            }
+        }
         let ino = {
             let mut tp = Trans::reader(self);
             let dp = tp.lock_inode_shared(Arc::clone(dir));
@@ -74,10 +93,45 @@ impl Fs {
                 return Err(FsError::NotDir);
             }
             let found = dir::lookup(&mut tp, dp, name)?;
+            // Recorded under the shared ILOCK, so no change to the name can be older.
+            self.dcache.set(dir.ino, name, Self::cached(found));
             tp.commit()?;
             found.ok_or(FsError::NotFound)?
         };
         self.iget(ino)
+    }
+
+    /// A directory lookup's result as a dentry-cache entry.
+    fn cached(found: Option<u64>) -> Cached {
+        found.map_or(Cached::Negative, Cached::Positive)
+    }
+
+    /// Whether `name` in locked directory `dp` still refers to `ino`: the dentry cache
+    /// answers when it knows the name (it is exact under the ILOCK), else the directory.
+    fn still_names(
+        &self,
+        tp: &mut Trans,
+        dp: InodeId,
+        dir: u64,
+        name: &[u8],
+        ino: u64,
+    ) -> FsResult<bool> {
+        match self.dcache.get(dir, name) {
+            Some(found) => Ok(found == Cached::Positive(ino)),
+            None => Ok(dir::lookup(tp, dp, name)? == Some(ino)),
+        }
+    }
+
+    /// Commit a transaction that changed names in the dentry cache; if the commit fails,
+    /// forget those names (the next lookup reads the directory).
+    fn commit_names(&self, tp: Trans, names: &[(u64, &[u8])]) -> FsResult<()> {
+        let result = tp.commit();
+        if result.is_err() {
+            for (dir, name) in names {
+                self.dcache.forget(*dir, name);
+            }
+        }
+        result
     }
 
     /// Resolve a path from the root (labfs paths are absolute; a relative path is taken from
@@ -157,9 +211,14 @@ impl Fs {
     ) -> FsResult<(Arc<Inode>, bool)> {
         self.check_live()?;
         check_name(name)?;
+        if exclusive && matches!(self.dcache.get(dir.ino, name), Some(Cached::Positive(_))) {
+            // O_EXCL on a name the dentry cache holds: EEXIST without a transaction.
+            return Err(FsError::Exists);
+        }
         let mut tp = Trans::new(self);
         let dp = Self::lock_live_dir(&mut tp, dir)?;
         if let Some(ino) = dir::lookup(&mut tp, dp, name)? {
+            self.dcache.set(dir.ino, name, Cached::Positive(ino));
             tp.commit()?;
             if exclusive {
                 return Err(FsError::Exists);
@@ -176,9 +235,10 @@ impl Fs {
         let ip = tp.join_locked(w);
         tp.log_inode(ip);
         dir::add(&mut tp, dp, name, ino, FileKind::File)?;
+        self.dcache.set(dir.ino, name, Cached::Positive(ino));
         Self::touch_dir(&mut tp, dp);
         let inode = Arc::clone(tp.inode(ip));
-        tp.commit()?;
+        self.commit_names(tp, &[(dir.ino, name)])?;
         Ok((inode, true))
     }
 
@@ -186,9 +246,15 @@ impl Fs {
     pub fn mkdir(&self, dir: &Arc<Inode>, name: &[u8], mode: u32) -> FsResult<Arc<Inode>> {
         self.check_live()?;
         check_name(name)?;
+        if matches!(self.dcache.get(dir.ino, name), Some(Cached::Positive(_))) {
+            // The kernel answers mkdir of a name it has a dentry for with EEXIST before
+            // the filesystem sees it (fs_mark's mkdir of its directory before every file).
+            return Err(FsError::Exists);
+        }
         let mut tp = Trans::new(self);
         let dp = Self::lock_live_dir(&mut tp, dir)?;
-        if dir::lookup(&mut tp, dp, name)?.is_some() {
+        if let Some(ino) = dir::lookup(&mut tp, dp, name)? {
+            self.dcache.set(dir.ino, name, Cached::Positive(ino));
             tp.commit()?;
             return Err(FsError::Exists);
         }
@@ -202,10 +268,11 @@ impl Fs {
         dir::init(&mut tp, ip, dir.ino)?;
         tp.log_inode(ip);
         dir::add(&mut tp, dp, name, ino, FileKind::Dir)?;
+        self.dcache.set(dir.ino, name, Cached::Positive(ino));
         tp.ic_mut(dp).di.nlink += 1;
         Self::touch_dir(&mut tp, dp);
         let inode = Arc::clone(tp.inode(ip));
-        tp.commit()?;
+        self.commit_names(tp, &[(dir.ino, name)])?;
         Ok(inode)
     }
 
@@ -285,7 +352,7 @@ impl Fs {
             };
             let (dp, ip) = (ids[0], ids[1]);
             // Under the locks, the name must still lead to the same inode.
-            if dir::lookup(&mut tp, dp, name)? != Some(child.ino) {
+            if !self.still_names(&mut tp, dp, dir.ino, name, child.ino)? {
                 tp.commit()?;
                 continue;
             }
@@ -300,9 +367,10 @@ impl Fs {
                 return Err(FsError::NotEmpty);
             }
             dir::remove(&mut tp, dp, name)?;
+            self.dcache.set(dir.ino, name, Cached::Negative);
             Self::touch_dir(&mut tp, dp);
             let free_now = Self::drop_link(&mut tp, dp, ip);
-            tp.commit()?;
+            self.commit_names(tp, &[(dir.ino, name)])?;
             if free_now {
                 self.inactivate(&child)?;
             }
@@ -341,19 +409,21 @@ impl Fs {
         if tp.ic(id).di.nlink >= MAX_LINKS {
             return Err(FsError::TooManyLinks);
         }
-        if dir::lookup(&mut tp, dp, name)?.is_some() {
+        if let Some(existing) = dir::lookup(&mut tp, dp, name)? {
+            self.dcache.set(dir.ino, name, Cached::Positive(existing));
             tp.commit()?;
             return Err(FsError::Exists);
         }
         tp.reserve(CHANGE_BLOCKS)?;
         let kind = tp.ic(id).kind();
         dir::add(&mut tp, dp, name, ip.ino, kind)?;
+        self.dcache.set(dir.ino, name, Cached::Positive(ip.ino));
         Self::touch_dir(&mut tp, dp);
         let ic = tp.ic_mut(id);
         ic.di.nlink += 1;
         ic.di.ctime = crate::fs::now_ns();
         tp.log_inode(id);
-        tp.commit()
+        self.commit_names(tp, &[(dir.ino, name)])
     }
 
     /// Whether `ancestor` is `dir` or one of its ancestors (walking `..`).
@@ -442,6 +512,8 @@ impl Fs {
                 dir::add(&mut tp, ddp, dname, src.ino, kind)?;
             }
             dir::remove(&mut tp, sdp, sname)?;
+            self.dcache.set(sdir.ino, sname, Cached::Negative);
+            self.dcache.set(ddir.ino, dname, Cached::Positive(src.ino));
             if src_is_dir && sdir.ino != ddir.ino {
                 // The moved directory's `..` now counts toward its new parent.
                 dir::replace(&mut tp, sp, b"..", ddir.ino, FileKind::Dir)?;
@@ -454,7 +526,7 @@ impl Fs {
             Self::touch_dir(&mut tp, sdp);
             Self::touch_dir(&mut tp, ddp);
             let free_dst = dp.is_some_and(|dp| Self::unreferenced(&tp, dp));
-            tp.commit()?;
+            self.commit_names(tp, &[(sdir.ino, sname), (ddir.ino, dname)])?;
             if free_dst && let Some(d) = &dst {
                 self.inactivate(d)?;
             }

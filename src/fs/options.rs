@@ -56,6 +56,8 @@ impl std::str::FromStr for SyncWait {
 /// Allocation groups mkfs makes when `agcount` is not given (fewer on devices too small for
 /// four 1 MiB groups).
 pub const DEFAULT_AGCOUNT: u32 = 4;
+/// Dentry-cache entries kept by default (`dcache=`).
+pub const DEFAULT_DCACHE_ENTRIES: usize = 1_000_000;
 
 /// Options fixed when the filesystem is made. `None` lets mkfs choose from the device size.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -81,6 +83,8 @@ pub struct MountOptions {
     pub logbsize: u32,
     /// Inodes kept cached before reclaim starts.
     pub icache_limit: usize,
+    /// Directory lookups kept in the dentry cache (0: no dentry cache).
+    pub dcache_entries: usize,
     /// Bytes of clean metadata buffers kept cached.
     pub bufcache_bytes: u64,
     /// Bytes of dirty file data before write-back starts in the background.
@@ -96,6 +100,7 @@ impl Default for MountOptions {
             logbufs: 8,
             logbsize: 32 * 1024,
             icache_limit: 4_000_000,
+            dcache_entries: DEFAULT_DCACHE_ENTRIES,
             bufcache_bytes: 256 << 20,
             dirty_bytes: 256 << 20,
         }
@@ -299,7 +304,7 @@ const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
 
 /// Every `-o` option, in the order a backend line names them.
-pub static OPTIONS: [OptionDef; 10] = [
+pub static OPTIONS: [OptionDef; 11] = [
     OptionDef {
         key: "agcount",
         stage: Stage::Mkfs,
@@ -416,6 +421,22 @@ pub static OPTIONS: [OptionDef; 10] = [
             Ok(())
         },
         show: |o| Some(o.mount.icache_limit.to_string()),
+    },
+    OptionDef {
+        key: "dcache",
+        stage: Stage::Mount,
+        values: Values::Count {
+            min: 0,
+            max: u64::MAX,
+        },
+        help: "directory lookups (positive and negative) kept in the dentry cache; 0 turns it off",
+        default: "1000000",
+        shown: false,
+        set: |o, v| {
+            o.mount.dcache_entries = narrow(number(v)?)?;
+            Ok(())
+        },
+        show: |o| Some(o.mount.dcache_entries.to_string()),
     },
     OptionDef {
         key: "bufcache",

@@ -62,7 +62,8 @@ fn push_value(out: &mut String, v: Value, spec: &str) {
         (Value::Dev(d), "comma") => write!(out, "{},{}", d.major, d.minor),
         (Value::U64(n), "x") => write!(out, "{n:x}"),
         (Value::U64(n), "o") => write!(out, "{n:o}"),
-        (Value::U64(n), "p") => write!(out, "0x{n:016x}"),
+        // `%p`: the kernel prints a (hashed) pointer as 16 hex digits, no `0x`.
+        (Value::U64(n), "p") => write!(out, "{n:016x}"),
         // XFS's CYCLE_LSN / BLOCK_LSN halves, printed with %d.
         (Value::U64(n), "lsn") => write!(out, "{}/{}", (n >> 32) as u32 as i32, n as u32 as i32),
         (v, _) => write!(out, "{v}"),
@@ -205,7 +206,7 @@ mod tests {
         );
         assert_eq!(
             render_fields(r.event, r.fields()),
-            "dev 7:0 lip 0xffff888012345678 lsn 1/4096 type XFS_LI_INODE flags IN_AIL"
+            "dev 7:0 lip ffff888012345678 lsn 1/4096 type XFS_LI_INODE flags IN_AIL"
         );
         let r = record(
             "xfs_ail_move",
@@ -226,7 +227,7 @@ mod tests {
         );
         assert_eq!(
             render_fields(r.event, r.fields()),
-            "dev 253:1 lip 0x0000000000000040 old lsn 1/4096 new lsn 2/8 type XFS_LI_BUF \
+            "dev 253:1 lip 0000000000000040 old lsn 1/4096 new lsn 2/8 type XFS_LI_BUF \
              flags IN_AIL|DIRTY"
         );
     }

@@ -13,6 +13,7 @@
 //! - [`csum`]: csumhist's checksum-size histograms, the oltp mix, and the CRC engine bench.
 
 pub mod csum;
+pub mod fidelity;
 pub mod fio;
 pub mod fsmark;
 pub mod syncbench;

@@ -170,6 +170,12 @@ pub struct FsmarkArgs {
     #[arg(long = "latency")]
     pub latency: bool,
 
+    /// Run the workload of a recorded kernel fixture (a directory of
+    /// tests/fixtures/kernel) on labfs instead of -d and the workload options, then print
+    /// labfs's XFS statistics beside the kernel's, per file, with the fidelity band.
+    #[arg(long = "stats-compare", value_name = "FIXTURE")]
+    pub stats_compare: Option<PathBuf>,
+
     /// Which filesystem the run uses (labfs by default).
     #[command(flatten)]
     pub backend: BackendArgs,

@@ -2,18 +2,30 @@
 //! [`Command`] that runs the fs_mark engine ([`crate::workload::fsmark`]) with fs_mark's
 //! text on stdout and in its log ([`crate::report::fsmark::Printer`]) and the XFS statistics
 //! of each loop (the skeleton's [`Observer`]).
+//!
+//! `--stats-compare FIXTURE` runs a recorded kernel fixture's workload instead of the command
+//! line's (fs_mark's output as usual), then prints labfs's statistics beside the kernel's per
+//! file ([`crate::workload::fidelity`]).
 
 pub mod args;
 
+use std::io::Write as _;
 use std::path::PathBuf;
+
+use clap::Parser;
+use thiserror::Error;
 
 pub use args::FsmarkArgs;
 
+use crate::cli::backend_args::{BackendArgs, FsKind};
+use crate::cli::observe::ObserveArgs;
 use crate::cli::observe::Observer;
+use crate::cli::tool::usage_error_line;
 use crate::cli::tool::{Command, Outcome, RunContext};
 use crate::report::fsmark::{Printer, ReportOptions};
 use crate::report::output::{OutputError, OutputFile};
 use crate::workload::SystemClock;
+use crate::workload::fidelity::{self, Comparison, FidelityError, Fixture, FixtureError};
 use crate::workload::fsmark::{
     self, Config, ConfigError, FsmarkError, LoopReport, LoopStart, Reporter, RunEnd, RunEnv,
     RunStart,
@@ -25,6 +37,73 @@ pub struct Fsmark {
     config: Config,
     report: ReportOptions,
     argv: Vec<String>,
+    /// `--stats-compare`: the fixture whose workload `config` is.
+    compare: Option<Fixture>,
+}
+
+/// A command line fsmark refuses (exit 2).
+#[derive(Debug, Error)]
+pub enum FsmarkUsageError {
+    /// fs_mark would refuse the options.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The `--stats-compare` fixture could not be read.
+    #[error("--stats-compare: {0}")]
+    Fixture(#[from] FixtureError),
+    /// The fixture's recorded command does not parse as an fsmark command line.
+    #[error("--stats-compare {}: the recorded command: {}", path.display(), usage_error_line::<FsmarkArgs>(source))]
+    FixtureCommand {
+        /// The fixture directory.
+        path: PathBuf,
+        /// What the parser said.
+        source: clap::Error,
+    },
+    /// `--stats-compare` with workload options, which the fixture's command replaces.
+    #[error(
+        "--stats-compare runs the fixture's own fsmark command: drop -d and the workload options (-n, -s, -S, ...)"
+    )]
+    CompareWithWorkload,
+    /// `--stats-compare` with `--fs host`.
+    #[error("--stats-compare runs the fixture's workload on labfs: drop --fs host")]
+    CompareOnHost,
+}
+
+/// Why an fsmark run failed.
+#[derive(Debug, Error)]
+pub enum FsmarkRunError {
+    /// The fs_mark run (or its output) failed.
+    #[error(transparent)]
+    Fsmark(#[from] FsmarkError),
+    /// The `--stats-compare` run failed around the fs_mark run.
+    #[error(transparent)]
+    Compare(FidelityError),
+}
+
+/// The engine configuration of a fixture's recorded workload, parsed with fsmark's own
+/// parser (its `-d` under [`fidelity::LAB_MOUNT`]).
+pub fn fixture_config(
+    fixture: &Fixture,
+    path: &std::path::Path,
+) -> Result<(Config, ReportOptions), FsmarkUsageError> {
+    let args = FsmarkArgs::try_parse_from(fixture.lab_argv()).map_err(|source| {
+        FsmarkUsageError::FixtureCommand {
+            path: path.to_path_buf(),
+            source,
+        }
+    })?;
+    Ok(args.to_config()?)
+}
+
+/// `args` with the flags `--stats-compare` keeps (backend, observe, `-l`) set to their
+/// defaults, to see whether any workload option was given.
+fn workload_options_given(args: &FsmarkArgs) -> bool {
+    let mut bare = args.clone();
+    bare.backend = BackendArgs::default();
+    bare.observe = ObserveArgs::default();
+    bare.stats_compare = None;
+    let defaults = FsmarkArgs::parse_from(["fsmark"]);
+    bare.log_file = defaults.log_file.clone();
+    bare != defaults
 }
 
 /// fsmark's output files, created before the run.
@@ -37,16 +116,34 @@ pub struct FsmarkOutputs {
 impl Command for Fsmark {
     const NAME: &'static str = "fsmark";
     type Args = FsmarkArgs;
-    type UsageError = ConfigError;
+    type UsageError = FsmarkUsageError;
     type Outputs = FsmarkOutputs;
-    type Error = FsmarkError;
+    type Error = FsmarkRunError;
 
-    fn new(args: FsmarkArgs, argv: Vec<String>) -> Result<Fsmark, ConfigError> {
-        let (config, report) = args.to_config()?;
+    fn new(args: FsmarkArgs, argv: Vec<String>) -> Result<Fsmark, FsmarkUsageError> {
+        let Some(path) = &args.stats_compare else {
+            let (config, report) = args.to_config()?;
+            return Ok(Fsmark {
+                config,
+                report,
+                argv,
+                compare: None,
+            });
+        };
+        if args.backend.fs == FsKind::Host {
+            return Err(FsmarkUsageError::CompareOnHost);
+        }
+        if workload_options_given(&args) {
+            return Err(FsmarkUsageError::CompareWithWorkload);
+        }
+        let fixture = Fixture::load(path)?;
+        let (config, mut report) = fixture_config(&fixture, path)?;
+        report.log_file.clone_from(&args.log_file);
         Ok(Fsmark {
             config,
             report,
             argv,
+            compare: Some(fixture),
         })
     }
 
@@ -64,7 +161,7 @@ impl Command for Fsmark {
         Ok(FsmarkOutputs { log })
     }
 
-    fn run(self, outputs: FsmarkOutputs, ctx: RunContext<'_>) -> Result<Outcome, FsmarkError> {
+    fn run(self, outputs: FsmarkOutputs, ctx: RunContext<'_>) -> Result<Outcome, FsmarkRunError> {
         let target = ctx.backend.target();
         let describe = ctx.backend.describe();
         let backend_line = ctx.backend.lab().map(|_| describe.clone());
@@ -86,19 +183,42 @@ impl Command for Fsmark {
             clock: &SystemClock,
             interrupt: Some(ctx.interrupt),
         };
-        let outcome = fsmark::run(&env, &self.config, &mut reporter)?;
+        let (outcome, comparison) = match (&self.compare, ctx.backend.lab()) {
+            (Some(fixture), Some(lab)) => {
+                let (run, outcome) = fidelity::measure(
+                    lab.as_ref(),
+                    &lab.fs().stats,
+                    &self.config,
+                    &SystemClock,
+                    Some(ctx.interrupt),
+                    &mut reporter,
+                )
+                .map_err(|e| match e {
+                    FidelityError::Fsmark(e) => FsmarkRunError::Fsmark(e),
+                    e => FsmarkRunError::Compare(e),
+                })?;
+                (outcome, Some(Comparison::new(fixture, &run)))
+            }
+            _ => (fsmark::run(&env, &self.config, &mut reporter)?, None),
+        };
         reporter
             .printer
             .finish(&outcome)
             .map_err(FsmarkError::Output)?;
+        if let Some(c) = comparison {
+            let mut out = std::io::stdout().lock();
+            writeln!(out)
+                .and_then(|()| out.write_all(c.render().as_bytes()))
+                .map_err(FsmarkError::Output)?;
+        }
         Ok(match outcome.end {
             RunEnd::Interrupted => Outcome::Interrupted,
             RunEnd::Completed | RunEnd::FilesystemFull { .. } => Outcome::Completed,
         })
     }
 
-    fn is_broken_pipe(error: &FsmarkError) -> bool {
-        error.is_broken_pipe()
+    fn is_broken_pipe(error: &FsmarkRunError) -> bool {
+        matches!(error, FsmarkRunError::Fsmark(e) if e.is_broken_pipe())
     }
 }
 

@@ -85,6 +85,19 @@ fn read_block(fs: &Fs, fsblock: u64, out: &mut [u8]) -> FsResult<()> {
         .map_err(|e| FsError::Io(format!("reading data block {fsblock}: {e}")))
 }
 
+/// The inode's state as the writeback tracepoints print the VFS's `i_state` (the kernel's
+/// `show_inode_state` names): `I_DIRTY_PAGES` while the inode is on the list of inodes with
+/// dirty data, as the VFS keeps that flag until a writeback pass finds the mapping clean.
+/// XFS logs inode changes in transactions rather than marking the VFS inode dirty, so the
+/// kernel's lines for XFS files show no `I_DIRTY_SYNC`, and neither do labfs's.
+fn vfs_inode_state(ip: &Inode) -> &'static str {
+    if ip.has_flag(iflags::ON_DATA_LIST) {
+        "I_DIRTY_PAGES"
+    } else {
+        ""
+    }
+}
+
 impl Fs {
     /// Put an inode on the list of inodes with dirty data (once).
     fn note_dirty_data(&self, ip: &Arc<Inode>) {
@@ -140,6 +153,10 @@ impl Fs {
     ) -> FsResult<()> {
         let first = block_of(off);
         let last = block_of(off + data.len() as u64 - 1);
+        // XFS maps a buffered write's range once, in its iomap write-begin path
+        // (xfs_buffered_write_iomap_begin), and counts one mapw for it; the write-back
+        // conversion counts its own (see allocate_for).
+        self.stats.inc(Stat::BlkMapw);
         // One lookup per block: the mapping decides both what to reserve and what to read.
         let mapping: Vec<Option<Extent>> = (first..=last)
             .map(|b| bmap::lookup(w.fork.extents(), b, &self.stats))
@@ -318,9 +335,10 @@ impl Fs {
         if ip.has_flag(iflags::FREED) || w.ext.as_ref().is_none_or(|c| c.dirty_pages == 0) {
             return Ok(0);
         }
-        self.mark_writeback(ip, &w);
+        let mode = u32::from(w.di.mode);
+        self.mark_writeback(ip, mode);
         let result = self.writeback_locked(w);
-        self.clear_writeback(ip);
+        self.clear_writeback(ip, mode);
         result
     }
 
@@ -419,23 +437,29 @@ impl Fs {
         }
     }
 
-    fn mark_writeback(&self, ip: &Arc<Inode>, w: &InodeWrite) {
+    fn mark_writeback(&self, ip: &Arc<Inode>, mode: u32) {
         if ip.set_flag(iflags::ON_WB_LIST) {
             self.wb_list.lock().insert(ip.ino, Arc::clone(ip));
             crate::trace::events::sb_mark_inode_writeback(
                 self.dev_id,
                 ip.ino,
                 0,
-                "I_DIRTY_PAGES",
-                u32::from(w.di.mode),
+                vfs_inode_state(ip),
+                mode,
             );
         }
     }
 
-    fn clear_writeback(&self, ip: &Arc<Inode>) {
+    fn clear_writeback(&self, ip: &Arc<Inode>, mode: u32) {
         if ip.clear_flag(iflags::ON_WB_LIST) {
             self.wb_list.lock().remove(&ip.ino);
-            crate::trace::events::sb_clear_inode_writeback(self.dev_id, ip.ino, 0, "", 0);
+            crate::trace::events::sb_clear_inode_writeback(
+                self.dev_id,
+                ip.ino,
+                0,
+                vfs_inode_state(ip),
+                mode,
+            );
         }
     }
 

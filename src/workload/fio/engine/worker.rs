@@ -632,10 +632,10 @@ impl Worker {
     fn next_op(&mut self) -> Op {
         if !self.last_was_sync && self.spec.rw.write {
             let w = self.io_issues[1];
-            if self.spec.fsync > 0 && w > 0 && w % self.spec.fsync == 0 {
+            if self.spec.fsync > 0 && w > 0 && w.is_multiple_of(self.spec.fsync) {
                 return Op::Fsync;
             }
-            if self.spec.fdatasync > 0 && w > 0 && w % self.spec.fdatasync == 0 {
+            if self.spec.fdatasync > 0 && w > 0 && w.is_multiple_of(self.spec.fdatasync) {
                 return Op::Fdatasync;
             }
         }

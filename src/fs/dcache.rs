@@ -1,0 +1,245 @@
+//! The dentry cache: what a (directory, name) lookup found, positive or negative, so a path
+//! walk does not go back into the directory code for names it has already resolved.
+//!
+//! # Why labfs has one
+//!
+//! In the kernel the VFS answers most lookups from the dcache, and XFS sees only the misses:
+//! `xfs_vn_lookup` (the `dir lookup` counter) runs once per name the dcache does not know,
+//! and a positive dentry holds its inode, so no `xfs_iget` (the `ig` counters) either. fs_mark
+//! resolves its whole path for every file and `mkdir`s the existing test directory before
+//! each one; the kernel answers that `mkdir` with EEXIST from the dcache, without entering
+//! XFS at all. Without a cache labfs walked the directory blocks and the inode cache for every
+//! component of every path, and ran an empty transaction for every such `mkdir`: 6 to 12
+//! directory lookups and inode-cache attempts per file where the kernel does one.
+//!
+//! # What it holds and who keeps it right
+//!
+//! An entry maps (directory inode, name) to the inode number found, or to "absent" (a
+//! negative entry: the kernel keeps those too, so repeated lookups of a missing name stay
+//! cheap). It holds no reference on the inode: a positive hit takes the inode from the inode
+//! cache without counting an `iget` (as a dentry's pinned inode needs none) and falls back to
+//! a counted `iget` when reclaim has evicted it. `..` is not cached (a rename moves it).
+//!
+//! Every entry is written while the directory's ILOCK is held, which is what keeps the cache
+//! exact: a lookup records what it found while still holding the lock shared, and every
+//! namespace operation (create, mkdir, link, unlink, rmdir, rename) updates the names it
+//! changed while holding it exclusive, before its transaction commits. So no lookup can
+//! record a result older than a change that already updated the entry. An operation that
+//! fails after changing the cache drops the entry ([`Dcache::forget`]) and lets the next
+//! lookup read the directory again.
+//!
+//! # Size and reclaim
+//!
+//! The `-o dcache=N` option bounds the entries (0 turns the cache off). Each of the shards
+//! reclaims second-chance (CLOCK), like the inode cache: a hit sets an entry's referenced
+//! bit, and eviction walks the shard's queue in insertion order, giving referenced entries a
+//! second pass.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+
+use parking_lot::Mutex;
+
+const SHARDS: usize = 16;
+
+/// What a cached lookup says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cached {
+    /// The name refers to this inode.
+    Positive(u64),
+    /// The name is absent.
+    Negative,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    dir: u64,
+    name: Box<[u8]>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    found: Cached,
+    referenced: bool,
+    /// Which queue slot is this entry's (a slot for an older entry of the same key is stale).
+    generation: u64,
+}
+
+#[derive(Debug, Default)]
+struct Shard {
+    map: HashMap<Key, Entry>,
+    /// Keys in insertion order, with the generation they were queued at.
+    queue: VecDeque<(Key, u64)>,
+    next_generation: u64,
+}
+
+impl Shard {
+    /// Evict until at most `limit` entries remain (second chance for referenced ones).
+    fn reclaim(&mut self, limit: usize) {
+        while self.map.len() > limit {
+            let Some((key, generation)) = self.queue.pop_front() else {
+                return;
+            };
+            let requeue = match self.map.get_mut(&key) {
+                Some(e) if e.generation == generation && e.referenced => {
+                    e.referenced = false;
+                    true
+                }
+                Some(e) if e.generation == generation => {
+                    self.map.remove(&key);
+                    false
+                }
+                // A slot left behind by an entry that was replaced or forgotten.
+                _ => false,
+            };
+            if requeue {
+                self.queue.push_back((key, generation));
+            }
+        }
+        // Forgotten and replaced entries leave slots behind; drop them once they outnumber
+        // the live ones, so the queue stays proportional to the map.
+        if self.queue.len() > 2 * self.map.len() + 64 {
+            let map = &self.map;
+            self.queue
+                .retain(|(k, g)| map.get(k).is_some_and(|e| e.generation == *g));
+        }
+    }
+}
+
+/// The mount's dentry cache.
+#[derive(Debug)]
+pub struct Dcache {
+    shards: Box<[Mutex<Shard>]>,
+    /// Entries allowed per shard (0: the cache is off).
+    per_shard: usize,
+}
+
+impl Dcache {
+    /// A cache of at most about `capacity` entries; 0 turns it off.
+    pub fn new(capacity: usize) -> Dcache {
+        Dcache {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            per_shard: capacity.div_ceil(SHARDS),
+        }
+    }
+
+    /// Whether the cache keeps anything.
+    pub fn enabled(&self) -> bool {
+        self.per_shard > 0
+    }
+
+    fn shard(&self, dir: u64, name: &[u8]) -> &Mutex<Shard> {
+        let mut h = DefaultHasher::new();
+        dir.hash(&mut h);
+        name.hash(&mut h);
+        &self.shards[h.finish() as usize % SHARDS]
+    }
+
+    fn key(dir: u64, name: &[u8]) -> Key {
+        Key {
+            dir,
+            name: name.into(),
+        }
+    }
+
+    /// What is cached for `name` in directory `dir`, if anything.
+    pub fn get(&self, dir: u64, name: &[u8]) -> Option<Cached> {
+        if !self.enabled() || name == b".." {
+            return None;
+        }
+        let mut shard = self.shard(dir, name).lock();
+        let e = shard.map.get_mut(&Self::key(dir, name))?;
+        e.referenced = true;
+        Some(e.found)
+    }
+
+    /// Record what `name` in `dir` refers to. The caller holds `dir`'s ILOCK (shared for a
+    /// lookup's result, exclusive for a change), see the module docs.
+    pub fn set(&self, dir: u64, name: &[u8], found: Cached) {
+        if !self.enabled() || name == b".." || name == b"." {
+            return;
+        }
+        let mut shard = self.shard(dir, name).lock();
+        let generation = shard.next_generation;
+        shard.next_generation += 1;
+        let key = Self::key(dir, name);
+        shard.queue.push_back((key.clone(), generation));
+        shard.map.insert(
+            key,
+            Entry {
+                found,
+                referenced: false,
+                generation,
+            },
+        );
+        let limit = self.per_shard;
+        shard.reclaim(limit);
+    }
+
+    /// Drop what is cached for `name` in `dir` (the next lookup reads the directory).
+    pub fn forget(&self, dir: u64, name: &[u8]) {
+        if !self.enabled() {
+            return;
+        }
+        self.shard(dir, name)
+            .lock()
+            .map
+            .remove(&Self::key(dir, name));
+    }
+
+    /// Entries cached now.
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().map.len()).sum()
+    }
+
+    /// Whether nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_positive_or_negative_and_replaced_by_the_latest() {
+        let d = Dcache::new(100);
+        assert_eq!(d.get(1, b"a"), None);
+        d.set(1, b"a", Cached::Negative);
+        assert_eq!(d.get(1, b"a"), Some(Cached::Negative));
+        d.set(1, b"a", Cached::Positive(42));
+        assert_eq!(d.get(1, b"a"), Some(Cached::Positive(42)));
+        assert_eq!(d.get(2, b"a"), None, "keyed by directory too");
+        d.forget(1, b"a");
+        assert_eq!(d.get(1, b"a"), None);
+        assert!(d.is_empty());
+    }
+
+    #[test]
+    fn dot_dot_is_never_cached_and_zero_capacity_caches_nothing() {
+        let d = Dcache::new(100);
+        d.set(1, b"..", Cached::Positive(7));
+        assert_eq!(d.get(1, b".."), None);
+        let off = Dcache::new(0);
+        off.set(1, b"a", Cached::Positive(7));
+        assert_eq!(off.get(1, b"a"), None);
+        assert!(!off.enabled());
+    }
+
+    #[test]
+    fn reclaim_keeps_the_cache_bounded_and_spares_referenced_entries() {
+        let d = Dcache::new(SHARDS * 4);
+        for i in 0..10_000u64 {
+            d.set(1, format!("n{i}").as_bytes(), Cached::Positive(i));
+            // Keep touching one name: the second chance keeps it.
+            assert_eq!(d.get(1, b"n0"), Some(Cached::Positive(0)));
+        }
+        assert!(d.len() <= SHARDS * 4, "{} entries", d.len());
+        for shard in d.shards.iter() {
+            let s = shard.lock();
+            assert!(s.queue.len() <= 2 * s.map.len() + 64 + 1);
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! labfs's XFS statistics against kernel XFS's, per file, for every recorded fixture workload
+//! (`tests/fixtures/kernel`, recorded by `scripts/record_kernel_fixtures.sh`).
+//!
+//! Each test runs its fixture's fsmark command on a fresh labfs in-process, scaled down to a
+//! tenth of the files (`-n 20000` becomes 2000, `-n 2000` 200, `-n 1000` 100) so the whole
+//! file runs in seconds; everything else (sync method, file size, threads, subdirectories)
+//! is the fixture's own. Per-file figures do not depend on the file count beyond one-off
+//! costs, which the table's rare-event floor covers. The device is a 4 GiB memory device,
+//! four allocation groups of 1 GiB like the fixtures' `mkfs.xfs` defaults. A test fails when
+//! a field the fidelity table holds to the band (`fslab::workload::fidelity::table`) leaves
+//! it; the side-by-side table is printed either way (`cargo test --test fidelity -- --nocapture`).
+//! `fsmark --stats-compare tests/fixtures/kernel/NAME` runs a fixture at full size.
+
+use std::path::Path;
+
+use fslab::backend::open::LabConfig;
+use fslab::cli::fsmark::fixture_config;
+use fslab::workload::fidelity::{Comparison, Fixture, run_on_fresh_labfs};
+
+/// The test runs a tenth of each fixture's files.
+const SCALE_DOWN: u32 = 10;
+
+fn compare(name: &str) -> Comparison {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/kernel")
+        .join(name);
+    let fixture = Fixture::load(&dir).expect("fixture");
+    let (mut config, _) = fixture_config(&fixture, &dir).expect("the fixture's command");
+    config.num_files = (config.num_files / SCALE_DOWN).max(1);
+    let lab = LabConfig::new("mem:4g".parse().expect("device"));
+    let run = run_on_fresh_labfs(&lab, &config).expect("labfs run");
+    assert_eq!(
+        run.files,
+        u64::from(config.num_files) * u64::from(config.threads),
+        "files made"
+    );
+    Comparison::new(&fixture, &run)
+}
+
+fn check(name: &str) {
+    let c = compare(name);
+    let table = c.render();
+    println!("{table}");
+    let outside: Vec<String> = c
+        .outside()
+        .map(|r| {
+            format!(
+                "{} {}: kernel {:.3}/file, labfs {:.3}/file",
+                r.line, r.field, r.kernel_per_file, r.lab_per_file
+            )
+        })
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "{name}: fields outside the band:\n  {}\n\n{table}",
+        outside.join("\n  ")
+    );
+}
+
+#[test]
+fn s0_no_sync_empty_files() {
+    check("s0-n20000");
+}
+
+#[test]
+fn s1_fsync_4k_one_thread() {
+    check("s1-4k-n2000-t1");
+}
+
+#[test]
+fn s1_fsync_4k_two_threads() {
+    check("s1-4k-n2000-t2");
+}
+
+#[test]
+fn s1_fsync_64k() {
+    check("s1-64k-n1000");
+}
+
+#[test]
+fn s2_sync_then_fsync_first() {
+    check("s2-4k-n2000");
+}
+
+#[test]
+fn s3_reverse_fsync_pass() {
+    check("s3-4k-n2000");
+}
+
+#[test]
+fn s4_sync_and_reverse_fsync_16_subdirs() {
+    check("s4-4k-n2000-D16");
+}
