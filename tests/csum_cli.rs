@@ -145,6 +145,45 @@ fn any_fsmark_command_line_runs_after_the_separator() {
 }
 
 #[test]
+fn any_fiolike_command_line_runs_after_the_separator() {
+    let text = stdout_of(&[
+        "run",
+        "--cksum",
+        "split",
+        "--",
+        "fiolike",
+        "--name=j",
+        "--rw=randwrite",
+        "--bs=16k",
+        "--size=1m",
+        "--fsync=2",
+    ]);
+    assert!(
+        text.contains("csumhist: fiolike --name=j --rw=randwrite --bs=16k --size=1m --fsync=2"),
+        "{text}"
+    );
+    assert!(text.contains("0 reads, 64 writes"), "{text}");
+    let inode = row(&text, "inode");
+    assert_eq!(&inode[5..8], &["512", "100", "408"]);
+}
+
+#[test]
+fn a_fio_job_file_runs_after_the_separator() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("j.fio");
+    std::fs::write(
+        &file,
+        "[global]\nbs=4k\nsize=512k\n[w]\nrw=write\nfsync=8\n",
+    )
+    .expect("job file");
+    let path = file.to_str().expect("utf-8 path");
+    let text = stdout_of(&["run", "--cksum", "single", "--", "fiolike", path]);
+    assert!(text.contains("0 reads, 128 writes"), "{text}");
+    let inode = row(&text, "inode");
+    assert_eq!(inode[5], "512");
+}
+
+#[test]
 fn oltp_profile_runs_on_labfs() {
     let text = stdout_of(&[
         "run",
@@ -228,6 +267,33 @@ fn refusals_are_one_line_and_exit_2() {
         &["run", "--cksum", "sideways"],
         &["run", "--profile", "tpcc"],
         &["run", "--", "-d", "/x", "-n", "0"],
+        &[
+            "run",
+            "--",
+            "fiolike",
+            "--name=j",
+            "--rw=sideways",
+            "--size=1m",
+        ],
+        &["run", "--", "fiolike", "--frobnicate"],
+        &[
+            "run",
+            "--",
+            "fiolike",
+            "--name=j",
+            "--size=1m",
+            "--output=x",
+        ],
+        &["run", "--", "fiolike", "/nonexistent/job.fio"],
+        &[
+            "run",
+            "--ops",
+            "5",
+            "--",
+            "fiolike",
+            "--name=j",
+            "--size=1m",
+        ],
         &["bench", "--rounds", "0"],
         &["bench", "--time", "0"],
         &["frobnicate"],

@@ -134,3 +134,59 @@ fn live_progress_counts_the_files_and_writes_done() {
     measure(&lab, CksumMode::Single, &oltp, None, &progress).expect("oltp");
     assert_eq!(progress.done(), 40);
 }
+
+/// A fiolike job built from its command line as csumhist builds it.
+fn fio_job(args: &[&str]) -> Workload {
+    use fslab::workload::fio::jobfile::{Keywords, ProcessEnv};
+    use fslab::workload::fio::{cmdline, jobset};
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let cl = cmdline::parse(&args).expect("fio line");
+    let jobs = jobset::build(
+        &cl,
+        &jobset::FsReader,
+        &ProcessEnv,
+        Keywords::of_this_machine(),
+    )
+    .expect("jobs");
+    Workload::Fio {
+        jobs,
+        command: format!("fiolike {}", args.join(" ")),
+    }
+}
+
+#[test]
+fn a_fio_job_checksums_the_data_path_structures() {
+    let w = fio_job(&[
+        "--name=j",
+        "--rw=randwrite",
+        "--bs=16k",
+        "--size=2m",
+        "--fsync=2",
+    ]);
+    let m = run(CksumMode::Split, &w);
+    assert!(!m.workload.interrupted);
+    // 2 MiB in 16 KiB writes.
+    assert!(
+        m.workload.summary.contains("0 reads, 128 writes"),
+        "{}",
+        m.workload.summary
+    );
+    let sites = m.calls.sites(CallFilter::Updates);
+    let site = |name: &str| {
+        sites
+            .iter()
+            .find(|s| s.site == name)
+            .unwrap_or_else(|| panic!("no {name} in {sites:?}"))
+    };
+    // Every fsync (64 of them) logs the file's inode: 512 bytes, split 100 + 408.
+    let inode = site("inode");
+    assert!(inode.calls >= 64, "{inode:?}");
+    assert_eq!(inode.len, SizeDesc::Exact(512));
+    assert_eq!(inode.heads, vec![100]);
+    // Laying out and filling the file allocates space: the AG header and its free-space
+    // btrees are rewritten.
+    assert!(site("agf").calls >= 1);
+    assert!(site("bnobt").calls + site("cntbt").calls >= 1);
+    // The job's directory entry lands in the root directory.
+    assert_eq!(m.stats.field("dir", "create"), Some(1));
+}

@@ -3,7 +3,8 @@
 //!
 //! Three subcommands:
 //!
-//! - `run`: run a workload (a built-in profile or any fsmark command line after `--`) on a
+//! - `run`: run a workload (a built-in profile, or any fsmark or fiolike command line after
+//!   `--`: fiolike's jobs run in-process on the fresh labfs through fio's engine) on a
 //!   fresh labfs with the `crc32c` tracepoint aggregated, and print the thread's table (one
 //!   row per ilog2 bucket with its byte range; frequency % and bytes % of total, head and
 //!   tail), the per-structure breakdown, and with `--cksum both` the side-by-side comparison of
@@ -48,6 +49,10 @@ use crate::workload::csum::bench::{BenchConfig, run_bench};
 use crate::workload::csum::calls::{BadThreshold, CallFilter, SmallBelow};
 use crate::workload::csum::run::{LiveProgress, OpsError};
 use crate::workload::csum::{CsumError, Measured, Profile, Workload, measure};
+use crate::workload::fio::cmdline::{self, Action, CmdlineError, Switches};
+use crate::workload::fio::jobfile::{Keywords, ProcessEnv};
+use crate::workload::fio::jobset::{self, FsReader, JobSet, JobSetError};
+use crate::workload::fio::number::SizeValue;
 use crate::workload::fsmark::ConfigError;
 
 const NAME: &str = "csumhist";
@@ -57,6 +62,8 @@ Examples:
   csumhist run                                  fsmark-s1, single and split side by side
   csumhist run --profile oltp --cksum split     the database-like mix, split updates only
   csumhist run --cksum split -- -d /x -n 5000 -s 0 -S 1     any fsmark command line
+  csumhist run -- fiolike --name=j --rw=randwrite --bs=16k --size=64m --fsync=2
+                                                any fiolike command line or job file
   csumhist stat --profile oltp                  the XFS stat block of the run, decoded
   csumhist bench --plot crc.svg --json -        engine throughput by size
 
@@ -140,8 +147,7 @@ fn parse_time(s: &str) -> Result<Duration, String> {
 pub struct WorkloadArgs {
     /// Built-in workload: fsmark-s1 (small files, fsync each: fsmark -n 1000 -s 4096 -S 1) or
     /// oltp (16 KiB random writes in four 16 MiB files, fsync every 2, a temporary file
-    /// created and removed every 16). Default fsmark-s1 unless an fsmark command line follows
-    /// `--`.
+    /// created and removed every 16). Default fsmark-s1 unless a command line follows `--`.
     #[arg(long, value_name = "NAME", value_parser = parse_profile)]
     pub profile: Option<Profile>,
     /// Size of the profile: files for fsmark-s1, random writes for oltp.
@@ -150,10 +156,11 @@ pub struct WorkloadArgs {
     /// Backend flags (labfs only).
     #[command(flatten)]
     pub backend: BackendArgs,
-    /// An fsmark command line to run instead of a profile (everything after `--`; a leading
-    /// `fsmark` is allowed). Its fs_mark table and log are not written.
-    #[arg(last = true, value_name = "FSMARK ARGS")]
-    pub fsmark: Vec<String>,
+    /// A command line to run instead of a profile (everything after `--`): fiolike's (starting
+    /// with the word `fiolike`: job options and job files) or fsmark's (a leading `fsmark` is
+    /// allowed). Its fs_mark or fio report is not written.
+    #[arg(last = true, value_name = "fsmark ARGS | fiolike ARGS")]
+    pub line: Vec<String>,
 }
 
 /// `csumhist run`.
@@ -216,12 +223,23 @@ pub enum UsageError {
     /// `--fs host`.
     #[error("--fs host: csumhist counts labfs's checksum calls, so it runs on labfs only")]
     HostFs,
-    /// `--profile` and an fsmark command line together.
-    #[error("--profile {0} and an fsmark command line after -- are two workloads; give one")]
+    /// `--profile` and a command line together.
+    #[error("--profile {0} and a command line after -- are two workloads; give one")]
     TwoWorkloads(&'static str),
-    /// `--ops` with an fsmark command line.
-    #[error("--ops sizes a profile; an fsmark command line says -n itself")]
-    OpsWithFsmark,
+    /// `--ops` with a command line.
+    #[error("--ops sizes a profile; a command line after -- sizes itself (fsmark -n, fio size=)")]
+    OpsWithLine,
+    /// The fiolike command line did not parse.
+    #[error("fiolike command line: {}", first_line(.0))]
+    FioLine(CmdlineError),
+    /// The fiolike jobs could not be built.
+    #[error("fiolike command line: {}", first_line(.0))]
+    FioJobs(JobSetError),
+    /// The fiolike command line carries output switches or asks for no run.
+    #[error(
+        "fiolike command line: no --output, --output-format, --minimal, --status-interval, --parse-only, --help or --version (csumhist prints its own report)"
+    )]
+    FioSwitches,
     /// The profile cannot take `--ops`.
     #[error(transparent)]
     Ops(#[from] OpsError),
@@ -250,6 +268,13 @@ pub enum UsageError {
     /// `--time 0`.
     #[error("--time 0: measurements need some time")]
     NoTime,
+}
+
+/// The first line of fio's message (fio adds hints on lines of their own; csumhist refuses
+/// in one line).
+fn first_line(e: &dyn std::fmt::Display) -> String {
+    let text = e.to_string();
+    text.lines().next().unwrap_or_default().to_string()
 }
 
 /// A failed csumhist run (exit 1).
@@ -293,7 +318,7 @@ fn job(args: WorkloadArgs) -> Result<Job, UsageError> {
     let BackendConfig::Lab(lab) = args.backend.to_config()? else {
         return Err(UsageError::HostFs);
     };
-    let workload = if args.fsmark.is_empty() {
+    let workload = if args.line.is_empty() {
         args.profile
             .unwrap_or(Profile::FsmarkS1)
             .workload(args.ops)?
@@ -302,9 +327,12 @@ fn job(args: WorkloadArgs) -> Result<Job, UsageError> {
             return Err(UsageError::TwoWorkloads(p.name()));
         }
         if args.ops.is_some() {
-            return Err(UsageError::OpsWithFsmark);
+            return Err(UsageError::OpsWithLine);
         }
-        fsmark_workload(&args.fsmark)?
+        match args.line.first().map(String::as_str) {
+            Some("fiolike") => fio_workload(&args.line[1..])?,
+            _ => fsmark_workload(&args.line)?,
+        }
     };
     Ok(Job { lab, workload })
 }
@@ -343,6 +371,27 @@ fn fsmark_workload(line: &[String]) -> Result<Workload, UsageError> {
     let (config, _report) = args.to_config()?;
     let command = format!("fsmark {}", rest.join(" "));
     Ok(Workload::Fsmark { config, command })
+}
+
+/// Parse a fiolike command line (after the word `fiolike`) and build its jobs as fiolike does;
+/// fiolike's own output switches are refused (csumhist reports checksums, not fio's figures).
+fn fio_workload(args: &[String]) -> Result<Workload, UsageError> {
+    let cl = cmdline::parse(args).map_err(UsageError::FioLine)?;
+    if cl.action != Action::Run || cl.switches.parse_only {
+        return Err(UsageError::FioSwitches);
+    }
+    let unset = Switches {
+        sections: cl.switches.sections.clone(),
+        eta: cl.switches.eta,
+        ..Switches::default()
+    };
+    if cl.switches != unset {
+        return Err(UsageError::FioSwitches);
+    }
+    let jobs = jobset::build(&cl, &FsReader, &ProcessEnv, Keywords::of_this_machine())
+        .map_err(UsageError::FioJobs)?;
+    let command = format!("fiolike {}", args.join(" "));
+    Ok(Workload::Fio { jobs, command })
 }
 
 /// Where a report goes: a file opened before the run, or stdout.
@@ -384,7 +433,27 @@ fn write_stdout(text: &str) -> Result<(), RunError> {
         })
 }
 
-/// How many units (files, writes) a workload does, for the progress bar.
+/// The bytes fio jobs will move: `io_size=` (else an absolute `size=`) times loops and
+/// clones; 0 (the bar then shows only the count) when a job runs by time or sizes itself by
+/// percentage.
+fn planned_fio_bytes(jobs: &JobSet) -> u64 {
+    jobs.jobs
+        .iter()
+        .map(|j| {
+            let per_loop = match (j.spec.io_size, &j.spec.size) {
+                _ if j.spec.time_based => 0,
+                (Some(n), _) => n,
+                (None, Some(SizeValue::Bytes(n))) => *n,
+                (None, _) => 0,
+            };
+            per_loop
+                .saturating_mul(u64::from(j.spec.loops))
+                .saturating_mul(u64::from(j.spec.numjobs))
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
+/// How many units (files, writes, bytes) a workload does, for the progress bar.
 fn units(w: &Workload) -> (u64, &'static str) {
     match w {
         Workload::Fsmark { config, .. } => (
@@ -394,6 +463,7 @@ fn units(w: &Workload) -> (u64, &'static str) {
             "files",
         ),
         Workload::Oltp(c) => (c.writes, "writes"),
+        Workload::Fio { jobs, .. } => (planned_fio_bytes(jobs), "bytes"),
     }
 }
 

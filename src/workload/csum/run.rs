@@ -27,6 +27,10 @@ use crate::backend::{Errno, Target, TargetError, mkdir_parents};
 use crate::fs::cksum::{CksumMode, CrcEngine};
 use crate::fs::stats::StatFile;
 use crate::trace::{TraceConfig, TraceError};
+use crate::workload::fio::engine::{
+    self as fio_engine, EngineEnv, EngineError, RunEvents, RunView,
+};
+use crate::workload::fio::jobset::JobSet;
 use crate::workload::fsmark::{self, FsmarkError};
 use crate::workload::{Clock, SystemClock, WallTime};
 
@@ -106,7 +110,7 @@ pub enum OpsError {
 }
 
 /// A workload csumhist can measure.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Workload {
     /// An fs_mark run: the `fsmark-s1` profile or any fsmark command line.
     Fsmark {
@@ -117,6 +121,13 @@ pub enum Workload {
     },
     /// The oltp mix.
     Oltp(OltpConfig),
+    /// A fiolike run: the jobs of a fio command line and its job files.
+    Fio {
+        /// The jobs, built as fiolike builds them.
+        jobs: JobSet,
+        /// The command line they came from, for headers.
+        command: String,
+    },
 }
 
 /// How a measured workload went.
@@ -162,13 +173,15 @@ pub const PINNED_WALL: WallTime = WallTime {
     micros: 0,
 };
 
-/// How far a measured workload has got, for a progress bar: files (fsmark) or writes (oltp).
+/// How far a measured workload has got, for a progress bar: files (fsmark), writes (oltp) or
+/// bytes moved (fio).
 ///
 /// fs_mark's workers count their files in the iteration's own counters; the iteration in
 /// progress is kept here so [`LiveProgress::done`] can read them while it runs.
 #[derive(Debug, Default)]
 pub struct LiveProgress {
-    /// Units finished outside a running fs_mark iteration (oltp writes; past iterations).
+    /// Units finished outside a running fs_mark iteration (oltp writes, fio bytes; past
+    /// iterations).
     done: AtomicU64,
     /// The running fs_mark iteration's counters.
     iteration: Mutex<Option<Arc<fsmark::driver::Progress>>>,
@@ -206,17 +219,38 @@ impl fsmark::Reporter for Quiet<'_> {
     }
 }
 
+/// fio's run events for a measured run: nothing printed, bytes counted for the progress bar,
+/// the first clone that could not be set up kept for the error.
+struct QuietFio<'a> {
+    progress: &'a LiveProgress,
+    setup_failed: Option<(String, String)>,
+}
+
+impl RunEvents for QuietFio<'_> {
+    fn layout(&mut self, _: &str, _: u32, _: u64) {}
+    fn setup_failed(&mut self, job: &str, error: &str) {
+        if self.setup_failed.is_none() {
+            self.setup_failed = Some((job.to_string(), error.to_string()));
+        }
+    }
+    fn tick(&mut self, view: &RunView<'_>) {
+        let bytes: u64 = view.bytes_done().iter().sum();
+        self.progress.done.store(bytes, Ordering::Relaxed);
+    }
+}
+
 impl Workload {
     /// One line saying what runs.
     pub fn describe(&self) -> String {
         match self {
-            Workload::Fsmark { command, .. } => command.clone(),
+            Workload::Fsmark { command, .. } | Workload::Fio { command, .. } => command.clone(),
             Workload::Oltp(c) => format!("oltp: {}", c.describe()),
         }
     }
 
     /// Unmeasured setup: the `-d` directories (and their parents) on the fresh labfs, or
-    /// oltp's data files.
+    /// oltp's data files. fio jobs lay out their own files (and make their `directory=`s)
+    /// when they start, as fio does, so that part of a fio run is measured.
     pub fn prepare(&self, target: &dyn Target) -> Result<(), CsumError> {
         match self {
             Workload::Fsmark { config, .. } => {
@@ -235,17 +269,20 @@ impl Workload {
                 Ok(())
             }
             Workload::Oltp(c) => Ok(oltp::prepare(target, c)?),
+            Workload::Fio { .. } => Ok(()),
         }
     }
 
-    /// The measured phase; `progress` follows the files (fsmark) or writes (oltp) done.
+    /// The measured phase; `progress` follows the files (fsmark), writes (oltp) or I/Os (fio)
+    /// done. fio's engine runs its clones on threads of their own, hence the shared target.
     pub fn run(
         &self,
-        target: &dyn Target,
+        shared: &Arc<dyn Target>,
         interrupt: Option<&AtomicBool>,
         progress: &LiveProgress,
     ) -> Result<WorkloadRun, CsumError> {
         let started = Instant::now();
+        let target: &dyn Target = shared.as_ref();
         match self {
             Workload::Fsmark { config, .. } => {
                 let clock = PinnedClock::at(PINNED_WALL);
@@ -282,6 +319,51 @@ impl Workload {
                         out.writes, out.fsyncs, out.creates
                     ),
                     interrupted: out.interrupted,
+                })
+            }
+            Workload::Fio { jobs, .. } => {
+                let never = AtomicBool::new(false);
+                let env = EngineEnv {
+                    target: Arc::clone(shared),
+                    base_dir: PathBuf::from("/"),
+                    verify_directories: false,
+                    disk_stats: false,
+                    stop: interrupt.unwrap_or(&never),
+                };
+                let mut events = QuietFio {
+                    progress,
+                    setup_failed: None,
+                };
+                let outcome = fio_engine::run(&env, jobs, &mut events)?;
+                if let Some((job, error)) = events.setup_failed {
+                    return Err(CsumError::FioSetup { job, error });
+                }
+                if let Some(c) = outcome.clones.iter().find(|c| c.stats.error != 0) {
+                    return Err(CsumError::FioJob {
+                        job: c.stats.name.clone(),
+                        error: c.stats.verror.clone(),
+                    });
+                }
+                let [read, write, trim] = outcome.clones.iter().fold([0u64; 3], |mut acc, c| {
+                    for (a, d) in acc.iter_mut().zip(&c.stats.dir) {
+                        *a += d.total_ios;
+                    }
+                    acc
+                });
+                let bytes: u64 = outcome
+                    .clones
+                    .iter()
+                    .flat_map(|c| &c.stats.dir)
+                    .map(|d| d.io_bytes)
+                    .sum();
+                progress.done.store(bytes, Ordering::Relaxed);
+                Ok(WorkloadRun {
+                    elapsed: outcome.elapsed,
+                    summary: format!(
+                        "{} fio job clones: {read} reads, {write} writes, {trim} trims",
+                        outcome.clones.len()
+                    ),
+                    interrupted: outcome.interrupted,
                 })
             }
         }
@@ -325,6 +407,25 @@ pub enum CsumError {
     /// The oltp workload failed.
     #[error(transparent)]
     Oltp(#[from] OltpError),
+    /// The fio jobs could not start.
+    #[error(transparent)]
+    Fio(#[from] EngineError),
+    /// A fio job clone could not be set up (its files laid out).
+    #[error("fio job {job}: {error}")]
+    FioSetup {
+        /// The job.
+        job: String,
+        /// fio's message for it.
+        error: String,
+    },
+    /// A fio job clone stopped on an I/O error.
+    #[error("fio job {job}: {error}")]
+    FioJob {
+        /// The job.
+        job: String,
+        /// fio's message for it (`verror`).
+        error: String,
+    },
     /// The trace session could not start or finish.
     #[error("trace: {0}")]
     Trace(#[from] TraceError),
@@ -375,6 +476,7 @@ fn measure_on(
     let OpenedBackend::Lab(lab) = opened else {
         unreachable!("measure opens labfs only");
     };
+    let shared: Arc<dyn Target> = Arc::clone(lab) as Arc<dyn Target>;
     let target: &dyn Target = lab.as_ref();
     workload.prepare(target)?;
     let stats = &lab.fs().stats;
@@ -384,7 +486,7 @@ fn measure_on(
         ..TraceConfig::default()
     }
     .start()?;
-    let run = workload.run(target, interrupt, progress);
+    let run = workload.run(&shared, interrupt, progress);
     let summary = session.finish()?;
     let run = run?;
     let snapshot = StatFile::from(&stats.mount().snapshot());
