@@ -18,6 +18,8 @@ use super::{
     DirEntry, FallocMode, Fd, FileStat, FsStat, OpenFlags, Result, SyncMode, Target, TargetError,
 };
 use crate::fs::Fs;
+use crate::fs::admin::image::Image;
+use crate::fs::admin::mkfs::{Existing, probe};
 use crate::fs::dev::BlockDev;
 use crate::fs::error::FsError;
 use crate::fs::format::{BLOCK_SIZE, INODES_PER_BLOCK, NAME_MAX};
@@ -58,6 +60,27 @@ struct OpenFile {
     pos: Mutex<u64>,
 }
 
+/// Whether `dev`, which holds no mountable labfs, may be formatted without `--mkfs`: only when
+/// it holds nothing at all. The same probe as `labfs mkfs` (the first MiB, where every common
+/// filesystem, partition table and swap signature lives, must be zero; a labfs whose primary
+/// superblock is damaged is found by its secondary copies), so a device with another
+/// filesystem on it (ext4 leaves its first KiB zero) is never written over.
+fn unused_or_refuse(dev: &Arc<dyn BlockDev>) -> Result<bool> {
+    let name = dev.describe();
+    let image = Image::on_device(Path::new(&name), Arc::clone(dev));
+    match probe(&image) {
+        Ok(Existing::Nothing) => Ok(true),
+        Ok(found) => Err(TargetError::with_detail(
+            nix::errno::Errno::EEXIST,
+            format!("{name} holds {found}; pass --mkfs to format it anyway"),
+        )),
+        Err(e) => Err(TargetError::with_detail(
+            nix::errno::Errno::EIO,
+            format!("cannot tell whether {name} is unused: {e}"),
+        )),
+    }
+}
+
 /// labfs behind the Target surface.
 pub struct LabTarget {
     fs: Arc<Fs>,
@@ -85,9 +108,10 @@ impl LabTarget {
         let make = match format {
             Format::Always => true,
             Format::Never => false,
-            Format::IfBlank => {
-                matches!(read_superblock(dev.as_ref(), cksum), Err(FsError::BadSuperblock(ref w)) if w.contains("blank"))
-            }
+            Format::IfBlank => match read_superblock(dev.as_ref(), cksum) {
+                Ok(_) => false,
+                Err(_) => unused_or_refuse(&dev)?,
+            },
         };
         if make {
             mkfs(Arc::clone(&dev), options)?;
