@@ -1,6 +1,7 @@
 //! Model-based random test: the same random operations on labfs and on a plain in-memory
 //! model of a filesystem; after each step the touched paths agree, every so often the whole
-//! trees agree and fsck is clean, and after unmount + mount everything still agrees.
+//! trees agree and fsck is clean, and after unmount + mount everything still agrees. The
+//! operations: mkdir, write, truncate, unlink, rmdir, rename, link and symlink.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use fslab::fs::error::FsError;
 use fslab::fs::inode::InodeRead;
 use fslab::fs::mkfs::mkfs;
 use fslab::fs::options::Options;
+use fslab::fs::vfs::Owner;
 
 /// A small deterministic generator (xorshift64*), so a failing seed replays exactly.
 struct Rng(u64);
@@ -34,6 +36,8 @@ enum Node {
     Dir,
     /// A file: the id of its data in `Model::files` (hard links share it).
     File(usize),
+    /// A symbolic link and its target.
+    Symlink(Vec<u8>),
 }
 
 #[derive(Default)]
@@ -134,6 +138,15 @@ fn compare_path(fs: &Fs, m: &Model, path: &[u8]) {
                 String::from_utf8_lossy(path)
             );
         }
+        Some(Node::Symlink(target)) => {
+            let ip = fs.lookup_path(path).unwrap();
+            assert_eq!(
+                &fs.readlink(&ip).unwrap(),
+                target,
+                "target of {}",
+                String::from_utf8_lossy(path)
+            );
+        }
         Some(Node::File(id)) => {
             assert_eq!(
                 read_all(fs, path),
@@ -160,7 +173,7 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut Rng, names: &[Vec<u8>]) -> Vec<Vec<u8>
     let name = names[rng.below(names.len() as u64) as usize].as_slice();
     let path = join(&dir, name);
     let dip = fs.lookup_path(&dir).unwrap();
-    match rng.below(9) {
+    match rng.below(10) {
         0 => {
             let r = fs.mkdir(&dip, name, 0o755);
             if m.tree.contains_key(&path) {
@@ -181,6 +194,13 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut Rng, names: &[Vec<u8>]) -> Vec<Vec<u8>
                         fs.create(&dip, name, 0o644, false).err(),
                         Some(FsError::IsDir)
                     );
+                }
+                Some(Node::Symlink(_)) => {
+                    // labfs does not follow links: the name opens the link itself, which
+                    // takes no data.
+                    let (ip, created) = fs.create(&dip, name, 0o644, false).unwrap();
+                    assert!(!created);
+                    assert!(matches!(fs.write(&ip, off, b"x"), Err(FsError::Invalid(_))));
                 }
                 existing => {
                     let (ip, created) = fs.create(&dip, name, 0o644, false).unwrap();
@@ -216,7 +236,7 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut Rng, names: &[Vec<u8>]) -> Vec<Vec<u8>
             match m.tree.get(&path) {
                 None => assert_eq!(r.err(), Some(FsError::NotFound)),
                 Some(Node::Dir) => assert_eq!(r.err(), Some(FsError::IsDir)),
-                Some(Node::File(_)) => {
+                Some(Node::File(_) | Node::Symlink(_)) => {
                     r.unwrap();
                     m.tree.remove(&path);
                 }
@@ -226,7 +246,9 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut Rng, names: &[Vec<u8>]) -> Vec<Vec<u8>
             let r = fs.rmdir(&dip, name);
             match m.tree.get(&path) {
                 None => assert_eq!(r.err(), Some(FsError::NotFound)),
-                Some(Node::File(_)) => assert_eq!(r.err(), Some(FsError::NotDir)),
+                Some(Node::File(_) | Node::Symlink(_)) => {
+                    assert_eq!(r.err(), Some(FsError::NotDir))
+                }
                 Some(Node::Dir) if !m.children(&path).is_empty() => {
                     assert_eq!(r.err(), Some(FsError::NotEmpty))
                 }
@@ -253,8 +275,8 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut Rng, names: &[Vec<u8>]) -> Vec<Vec<u8>
                 (Some(Node::Dir), _) if into_self => {
                     Err(FsError::Invalid("cannot move a directory into itself"))
                 }
-                (Some(Node::Dir), Some(Node::File(_))) => Err(FsError::NotDir),
-                (Some(Node::File(_)), Some(Node::Dir)) => Err(FsError::IsDir),
+                (Some(Node::Dir), Some(Node::File(_) | Node::Symlink(_))) => Err(FsError::NotDir),
+                (Some(Node::File(_) | Node::Symlink(_)), Some(Node::Dir)) => Err(FsError::IsDir),
                 (Some(Node::Dir), Some(Node::Dir)) if !m.children(&dpath).is_empty() => {
                     Err(FsError::NotEmpty)
                 }
@@ -293,6 +315,23 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut Rng, names: &[Vec<u8>]) -> Vec<Vec<u8>
                 }
             }
             return vec![path, dpath];
+        }
+        8 => {
+            // A symbolic link, its target short (inline) or long (a remote block).
+            let len = if rng.below(2) == 0 {
+                rng.below(60) + 1
+            } else {
+                rng.below(1024 - 337) + 337
+            } as usize;
+            let shift = rng.below(26) as usize;
+            let target: Vec<u8> = (0..len).map(|i| b'a' + ((i + shift) % 26) as u8).collect();
+            let r = fs.symlink(&dip, name, &target, Owner::default());
+            if m.tree.contains_key(&path) {
+                assert_eq!(r.err(), Some(FsError::Exists));
+            } else {
+                r.unwrap();
+                m.tree.insert(path.clone(), Node::Symlink(target));
+            }
         }
         _ => {
             // Hard link an existing file under another name.
@@ -376,14 +415,12 @@ fn run(seed: u64, steps: usize, many_names: bool) {
         let (dir, name) = split(path);
         let entries = fs.readdir(&fs.lookup_path(dir).unwrap()).unwrap();
         let e = entries.iter().find(|e| e.name == name).unwrap();
-        assert_eq!(
-            e.kind,
-            if *node == Node::Dir {
-                FileKind::Dir
-            } else {
-                FileKind::File
-            }
-        );
+        let kind = match node {
+            Node::Dir => FileKind::Dir,
+            Node::File(_) => FileKind::File,
+            Node::Symlink(_) => FileKind::Symlink,
+        };
+        assert_eq!(e.kind, kind);
     }
 }
 

@@ -29,6 +29,8 @@ pub const S_IFDIR: u16 = 0o040000;
 pub const S_IFLNK: u16 = 0o120000;
 /// Type mask (S_IFMT).
 pub const S_IFMT: u16 = 0o170000;
+/// Set-group-ID bit (S_ISGID): on a directory, new entries take its group.
+pub const S_ISGID: u16 = 0o2000;
 
 /// One mapping of file blocks to disk blocks: the bmbt record type, used in core too.
 pub use crate::fs::btree::kinds::BmbtRec as Extent;
@@ -127,6 +129,11 @@ impl InodeCore {
     /// Whether this is a regular file.
     pub fn is_reg(&self) -> bool {
         self.file_type() == S_IFREG
+    }
+
+    /// Whether this is a symbolic link.
+    pub fn is_symlink(&self) -> bool {
+        self.file_type() == S_IFLNK
     }
 
     /// The kind, as the Target surface reports it.

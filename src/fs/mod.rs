@@ -34,7 +34,8 @@
 //! - [`dir`]: directories (shortform, block, leaf, node).
 //! - [`data`]: page cache, delayed allocation, write-back, fsync.
 //! - [`check`]: fsck, the test oracle.
-//! - [`namei`]: the namespace operations (create, unlink, rename, ...).
+//! - [`namei`]: the namespace operations (create, unlink, rename, symlink, ...).
+//! - [`symlink`]: where a symbolic link's target is stored, and readlink.
 //! - [`mount`], [`mkfs`], [`options`]: making, mounting and configuring a filesystem.
 //! - [`stats`]: XFS-layout statistics.
 //! - [`vfs`]: the VFS-level types (file kinds, directory entries, fallocate modes) the layers
@@ -61,6 +62,7 @@ pub mod mount;
 pub mod namei;
 pub mod options;
 pub mod stats;
+pub mod symlink;
 pub mod trans;
 pub mod treestore;
 pub mod vfs;

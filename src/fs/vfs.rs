@@ -39,3 +39,25 @@ pub enum FallocMode {
     /// Zero a range (FALLOC_FL_ZERO_RANGE).
     ZeroRange,
 }
+
+/// Who a new inode belongs to: the creating process's fsuid and fsgid.
+///
+/// In-process callers (the Target surface, tests) create as root; a FUSE mount passes the
+/// requesting process's ids, as the kernel's `inode_init_owner` does for a local filesystem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Owner {
+    /// Owning user.
+    pub uid: u32,
+    /// Owning group (replaced by the directory's group under a set-group-ID directory).
+    pub gid: u32,
+}
+
+/// `renameat2(2)` behaviours labfs implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RenameMode {
+    /// Plain rename(2): replace whatever the new name names.
+    #[default]
+    Replace,
+    /// RENAME_NOREPLACE: fail with EEXIST if the new name exists.
+    NoReplace,
+}
