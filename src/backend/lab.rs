@@ -8,7 +8,6 @@
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use parking_lot::Mutex;
 
@@ -18,7 +17,6 @@ use super::{
 use crate::fs::Fs;
 use crate::fs::dev::BlockDev;
 use crate::fs::error::FsError;
-use crate::fs::format::{BLOCK_SIZE, INODES_PER_BLOCK, NAME_MAX};
 use crate::fs::inode::{Inode, InodeRead};
 use crate::fs::mkfs::mkfs;
 use crate::fs::mount::read_superblock;
@@ -149,31 +147,6 @@ impl Drop for LabTarget {
     }
 }
 
-/// stat(2) of a locked inode.
-pub fn file_stat(ino: u64, core: &crate::fs::inode::InodeCore) -> FileStat {
-    let delalloc: u64 = core
-        .fork
-        .extents()
-        .iter()
-        .filter(|e| e.is_delalloc())
-        .map(|e| u64::from(e.blockcount))
-        .sum();
-    FileStat {
-        ino,
-        kind: core.kind(),
-        mode: u32::from(core.di.mode),
-        nlink: core.di.nlink,
-        uid: core.di.uid,
-        gid: core.di.gid,
-        size: core.di.size,
-        blocks: (core.di.nblocks + delalloc) * (BLOCK_SIZE as u64 / 512),
-        blksize: BLOCK_SIZE as u32,
-        atime_ns: core.di.atime,
-        mtime_ns: core.di.mtime,
-        ctime_ns: core.di.ctime,
-    }
-}
-
 impl Target for LabTarget {
     fn describe(&self) -> String {
         self.describe.clone()
@@ -284,7 +257,7 @@ impl Target for LabTarget {
     fn fstat(&self, fd: Fd) -> Result<FileStat> {
         let f = self.file(fd)?;
         let r = InodeRead::lock(Arc::clone(&f.ip));
-        Ok(file_stat(f.ip.ino, &r))
+        Ok(r.stat(f.ip.ino))
     }
 
     fn ftruncate(&self, fd: Fd, len: u64) -> Result<()> {
@@ -328,7 +301,7 @@ impl Target for LabTarget {
     fn stat(&self, path: &Path) -> Result<FileStat> {
         let ip = self.fs.lookup_path(path_bytes(path))?;
         let r = InodeRead::lock(Arc::clone(&ip));
-        Ok(file_stat(ip.ino, &r))
+        Ok(r.stat(ip.ino))
     }
 
     fn truncate(&self, path: &Path, len: u64) -> Result<()> {
@@ -338,25 +311,7 @@ impl Target for LabTarget {
 
     fn statfs(&self, path: &Path) -> Result<FsStat> {
         self.fs.lookup_path(path_bytes(path))?;
-        let fs = &self.fs;
-        let free = fs.fdblocks.load(Ordering::Relaxed).max(0) as u64;
-        let (mut icount, mut ifree) = (0u64, 0u64);
-        for p in fs.perag.iter() {
-            icount += u64::from(p.icount.load(Ordering::Relaxed));
-            ifree += u64::from(p.ifree.load(Ordering::Relaxed));
-        }
-        // As XFS: the internal log is not part of f_blocks; free inodes include those that
-        // free blocks could still hold.
-        let ffree = ifree + free * INODES_PER_BLOCK;
-        Ok(FsStat {
-            bsize: BLOCK_SIZE as u64,
-            blocks: fs.geo.dblocks - u64::from(fs.geo.logblocks),
-            bfree: free,
-            bavail: free,
-            files: icount - ifree + ffree,
-            ffree,
-            namelen: NAME_MAX as u64,
-        })
+        Ok(self.fs.statfs())
     }
 
     fn sync(&self) -> Result<()> {

@@ -17,12 +17,13 @@ use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::ag::{AGF_SECTOR, AGI_SECTOR, Agf, Agi};
 use crate::fs::format::dinode::{self, DinodeCore};
 use crate::fs::format::sb::Superblock;
-use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr};
+use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr, INODES_PER_BLOCK, NAME_MAX};
 use crate::fs::geo::Geometry;
 use crate::fs::icache::{InodeCache, Lookup};
 use crate::fs::inode::{DataFork, Inode, InodeCore, InodeWrite, iflags};
 use crate::fs::options::MountOptions;
 use crate::fs::stats::{MountStats, Stat};
+use crate::fs::vfs::FsStat;
 use crate::trace::Dev;
 
 /// In-core per-AG summary, read without locks to choose where to allocate (XFS's `xfs_perag`).
@@ -455,6 +456,27 @@ impl Fs {
         self.sync_metadata()?;
         self.bufs.purge_clean();
         Ok(())
+    }
+
+    /// statfs(2). As XFS: the internal log is not part of `blocks`; free inodes include
+    /// those that free blocks could still hold.
+    pub fn statfs(&self) -> FsStat {
+        let free = self.fdblocks.load(Ordering::Relaxed).max(0) as u64;
+        let (mut icount, mut ifree) = (0u64, 0u64);
+        for p in self.perag.iter() {
+            icount += u64::from(p.icount.load(Ordering::Relaxed));
+            ifree += u64::from(p.ifree.load(Ordering::Relaxed));
+        }
+        let ffree = ifree + free * INODES_PER_BLOCK;
+        FsStat {
+            bsize: BLOCK_SIZE as u64,
+            blocks: self.geo.dblocks - u64::from(self.geo.logblocks),
+            bfree: free,
+            bavail: free,
+            files: icount - ifree + ffree,
+            ffree,
+            namelen: NAME_MAX as u64,
+        }
     }
 
     /// The volume label.
