@@ -9,10 +9,12 @@
 //! - [`report`]: output layers, one per format users already parse.
 //! - [`trace`]: tracepoints and their sinks (ftrace text, JSON lines, counts, histograms).
 //! - [`fs`]: labfs, the XFS-modelled reference filesystem, and its XFS-layout statistics.
+//! - [`fuse`]: labfs mounted through FUSE, with its statistics and traces as files.
 
 pub mod backend;
 pub mod cli;
 pub mod fs;
+pub mod fuse;
 pub mod report;
 pub mod trace;
 pub mod units;

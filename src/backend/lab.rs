@@ -18,8 +18,7 @@ use crate::fs::Fs;
 use crate::fs::dev::BlockDev;
 use crate::fs::error::FsError;
 use crate::fs::inode::{Inode, InodeRead};
-use crate::fs::mkfs::mkfs;
-use crate::fs::mount::read_superblock;
+use crate::fs::mkfs::mount_formatted;
 use crate::fs::options::Options;
 
 impl From<FsError> for TargetError {
@@ -37,16 +36,7 @@ impl From<FsError> for TargetError {
     }
 }
 
-/// Whether to make a new filesystem when the target is created.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// Always run mkfs (in-memory devices, `--mkfs`).
-    Always,
-    /// Mount what is there; run mkfs only if the device is blank.
-    IfBlank,
-    /// Mount what is there; fail if it is not labfs.
-    Never,
-}
+pub use crate::fs::mkfs::Format;
 
 struct OpenFile {
     ip: Arc<Inode>,
@@ -74,22 +64,8 @@ fn path_bytes(p: &Path) -> &[u8] {
 impl LabTarget {
     /// Mount (and if asked, first make) labfs on `dev`.
     pub fn new(dev: Arc<dyn BlockDev>, options: &Options, format: Format) -> Result<LabTarget> {
-        let cksum = crate::fs::cksum::Cksum {
-            mode: options.mount.cksum,
-            engine: options.mount.crc,
-        };
-        let make = match format {
-            Format::Always => true,
-            Format::Never => false,
-            Format::IfBlank => {
-                matches!(read_superblock(dev.as_ref(), cksum), Err(FsError::BadSuperblock(ref w)) if w.contains("blank"))
-            }
-        };
-        if make {
-            mkfs(Arc::clone(&dev), options)?;
-        }
         let describe = format!("labfs on {} ({})", dev.describe(), options);
-        let fs = Fs::mount(dev, options.mount.clone())?;
+        let fs = mount_formatted(dev, options, format)?;
         Ok(LabTarget {
             fs,
             files: Mutex::new(FdTable::default()),

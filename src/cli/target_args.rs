@@ -116,6 +116,18 @@ impl OpenedTarget {
     }
 }
 
+/// Whether a tool makes a filesystem on `device` before mounting it: always with `--mkfs`
+/// or on a volatile (memory-only) device, else only if the device is blank.
+pub fn default_format(device: &DeviceSpec, mkfs: bool) -> Format {
+    match (device, mkfs) {
+        (_, true) | (DeviceSpec::Mem(_), _) => Format::Always,
+        (DeviceSpec::Stripe(s), _) if s.members.iter().all(|m| matches!(m, MemberSpec::Mem(_))) => {
+            Format::Always
+        }
+        _ => Format::IfBlank,
+    }
+}
+
 impl TargetArgs {
     /// Open the target these flags describe.
     pub fn open(&self) -> Result<OpenedTarget, TargetSetupError> {
@@ -136,15 +148,7 @@ impl TargetArgs {
             }
             FsKind::Lab => {
                 let device = dev::open(&self.device)?;
-                let format = match (&self.device, self.mkfs) {
-                    (_, true) | (DeviceSpec::Mem(_), _) => Format::Always,
-                    (DeviceSpec::Stripe(s), _)
-                        if s.members.iter().all(|m| matches!(m, MemberSpec::Mem(_))) =>
-                    {
-                        Format::Always
-                    }
-                    _ => Format::IfBlank,
-                };
+                let format = default_format(&self.device, self.mkfs);
                 let lab = Arc::new(
                     LabTarget::new(device, &options, format).map_err(TargetSetupError::Mount)?,
                 );

@@ -286,6 +286,34 @@ fn make_root_dir(fs: &Fs) -> FsResult<u64> {
     Ok(ino)
 }
 
+/// Whether to make a new filesystem before mounting a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Always run mkfs (in-memory devices, `--mkfs`).
+    Always,
+    /// Mount what is there; run mkfs only if the device is blank.
+    IfBlank,
+    /// Mount what is there; fail if it is not labfs.
+    Never,
+}
+
+/// Make a filesystem on `dev` if `format` says so, then mount it.
+pub fn mount_formatted(
+    dev: Arc<dyn BlockDev>,
+    opts: &Options,
+    format: Format,
+) -> FsResult<Arc<Fs>> {
+    let make = match format {
+        Format::Always => true,
+        Format::Never => false,
+        Format::IfBlank => crate::fs::mount::device_is_blank(dev.as_ref())?,
+    };
+    if make {
+        mkfs(Arc::clone(&dev), opts)?;
+    }
+    Fs::mount(dev, opts.mount.clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -117,6 +117,14 @@ fn dinode_is_blank(b: &[u8]) -> bool {
     b.iter().all(|&x| x == 0)
 }
 
+/// Whether a device is blank: its first sector (where the superblock goes) is all zeroes.
+pub fn device_is_blank(dev: &dyn BlockDev) -> FsResult<bool> {
+    let mut b = vec![0u8; BBSIZE];
+    dev.read_at(&mut b, 0)
+        .map_err(|e| FsError::Io(format!("reading the superblock: {e}")))?;
+    Ok(dinode_is_blank(&b))
+}
+
 impl Fs {
     /// Mount the filesystem on `dev`.
     pub fn mount(dev: Arc<dyn BlockDev>, opts: MountOptions) -> FsResult<Arc<Fs>> {

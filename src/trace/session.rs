@@ -636,6 +636,11 @@ impl Session {
         self.recorded.names()
     }
 
+    /// The events whose records go to the rings.
+    pub fn recorded(&self) -> &EventSet {
+        &self.recorded
+    }
+
     /// Names of every enabled event (recorded, or feeding a histogram).
     pub fn enabled_events(&self) -> Vec<&'static str> {
         self.enabled.names()
