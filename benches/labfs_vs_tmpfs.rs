@@ -9,14 +9,14 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use fslab::backend::mkdir_parents;
-use fslab::cli::target_args::{FsKind, TargetArgs};
+use fslab::backend::open::{BackendConfig, open};
+use fslab::cli::fsmark::FsmarkArgs;
 use fslab::workload::SystemClock;
-use fslab::workload::fsmark::{self, FsmarkArgs, LoopReport, RunEnv, RunStart};
+use fslab::workload::fsmark::{self, LoopReport, RunEnv, RunStart};
 
 struct Quiet;
 
-impl fsmark::Observer for Quiet {
+impl fsmark::Reporter for Quiet {
     fn run_started(&mut self, _: &RunStart<'_>) -> std::io::Result<()> {
         Ok(())
     }
@@ -25,7 +25,7 @@ impl fsmark::Observer for Quiet {
     }
 }
 
-fn run(fs: FsKind, dir: PathBuf, extra: &[String]) -> f64 {
+fn run(backend: BackendConfig, dir: PathBuf, extra: &[String]) -> f64 {
     let mut argv = vec![
         "fsmark".to_string(),
         "-d".into(),
@@ -36,21 +36,18 @@ fn run(fs: FsKind, dir: PathBuf, extra: &[String]) -> f64 {
     argv.extend(extra.iter().cloned());
     let args = FsmarkArgs::try_parse_from(&argv).expect("fs_mark arguments");
     let (config, _) = args.to_config().expect("valid fs_mark arguments");
-    let opened = TargetArgs {
-        fs,
-        ..TargetArgs::default()
-    }
-    .open()
-    .expect("target");
-    if opened.lab.is_some() {
-        mkdir_parents(opened.target.as_ref(), &dir).expect("parents");
-    }
+    let opened = open(&backend).expect("backend");
+    opened
+        .create_parents(std::slice::from_ref(&dir))
+        .expect("parents");
+    let target = opened.target();
     let env = RunEnv {
-        target: opened.target.as_ref(),
+        target: target.as_ref(),
         clock: &SystemClock,
         interrupt: None,
     };
     let outcome = fsmark::run(&env, &config, &mut Quiet).expect("run");
+    drop(target);
     opened.finish().expect("unmount");
     outcome.summary.average
 }
@@ -73,9 +70,9 @@ fn main() {
             .prefix("fslab-bench")
             .tempdir_in("/dev/shm")
             .expect("/dev/shm");
-        let host = run(FsKind::Host, shm.path().join("d"), &extra);
+        let host = run(BackendConfig::Host, shm.path().join("d"), &extra);
         drop(shm);
-        let lab = run(FsKind::Lab, PathBuf::from("/bench/d"), &extra);
+        let lab = run(BackendConfig::default(), PathBuf::from("/bench/d"), &extra);
         let ratio = lab / host;
         ratios.push(ratio);
         println!(

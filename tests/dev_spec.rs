@@ -4,10 +4,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use fslab::backend::open::BackendConfig;
+use fslab::cli::backend_args::BackendArgs;
 use fslab::fs::dev::LatencyParams;
-use fslab::fs::dev::spec::{
-    DeviceArgs, DeviceSpec, FileSpec, MemSpec, MemberSpec, SpecError, StripeSpec,
-};
+use fslab::fs::dev::spec::{DeviceSpec, FileSpec, MemSpec, MemberSpec, SpecError, StripeSpec};
 
 fn parse(s: &str) -> Result<DeviceSpec, SpecError> {
     s.parse()
@@ -366,15 +366,25 @@ fn every_error_names_the_bad_part() {
 #[derive(Debug, Parser)]
 struct Cli {
     #[command(flatten)]
-    dev: DeviceArgs,
+    backend: BackendArgs,
+}
+
+fn device_of(args: &[&str]) -> DeviceSpec {
+    let argv = std::iter::once("prog").chain(args.iter().copied());
+    let cli = Cli::try_parse_from(argv).expect("valid");
+    match cli.backend.to_config().expect("labfs") {
+        BackendConfig::Lab(lab) => lab.device,
+        BackendConfig::Host => panic!("--fs lab is the default"),
+    }
 }
 
 #[test]
 fn device_flag_defaults_to_mem_and_reports_spec_errors() {
-    let cli = Cli::try_parse_from(["prog"]).expect("no flags");
-    assert_eq!(cli.dev.device, DeviceSpec::default());
-    let cli = Cli::try_parse_from(["prog", "--device", "stripe:2,mem:1m"]).expect("valid");
-    assert_eq!(cli.dev.device.to_string(), "stripe:2,su=64k,mem:1m");
+    assert_eq!(device_of(&[]), DeviceSpec::default());
+    assert_eq!(
+        device_of(&["--device", "stripe:2,mem:1m"]).to_string(),
+        "stripe:2,su=64k,mem:1m"
+    );
     let err = Cli::try_parse_from(["prog", "--device", "mem:1x"]).expect_err("bad size");
     assert!(
         err.to_string()

@@ -4,17 +4,17 @@
 //! first and data blocks in ascending order), and every reader sees a consistent directory.
 //! A watchdog fails the test if the threads do not finish.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use fslab::fs::Fs;
-use fslab::fs::dev::{BlockDev, MemDev};
 use fslab::fs::dir;
-use fslab::fs::mkfs::mkfs;
-use fslab::fs::options::Options;
 use fslab::fs::trans::Trans;
+
+use common::image;
 
 /// Names that all share one hash (overlapping-bit flips of one base name), so a lookup
 /// compares names in several data blocks.
@@ -36,10 +36,7 @@ fn family(n: usize) -> Vec<Vec<u8>> {
 
 #[test]
 fn readers_and_writers_share_a_directory_without_deadlock() {
-    let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(256 << 20).unwrap());
-    let opts = Options::default();
-    mkfs(Arc::clone(&dev), &opts).unwrap();
-    let fs = Fs::mount(dev, opts.mount).unwrap();
+    let (_img, fs) = image::mem(256 << 20).mount();
     let root = fs.root().unwrap();
     let d = fs.mkdir(&root, b"shared", 0o755).unwrap();
     let names = family(700);

@@ -3,82 +3,45 @@
 //! and check that the operations touching the block fail with a typed CRC error naming its
 //! kind, that nothing panics, and that the rest of the directory stays usable.
 
+mod common;
+
 use std::sync::Arc;
 
 use fslab::fs::Fs;
-use fslab::fs::dev::{BlockDev, MemDev};
-use fslab::fs::dir::{self, FREE_FIRST, Form, LEAF_FIRST};
+use fslab::fs::dir::{FREE_FIRST, Form, LEAF_FIRST};
 use fslab::fs::error::FsError;
 use fslab::fs::format::{BLOCK_SIZE, BlockKind};
-use fslab::fs::inode::{Inode, InodeRead};
-use fslab::fs::mkfs::mkfs;
-use fslab::fs::options::Options;
-use fslab::fs::trans::Trans;
+use fslab::fs::inode::Inode;
+
+use common::dirs::{dir_block_address, dir_findings, form_of, make_dir_of_files};
+use common::image::{self, Image};
 
 fn name(i: u32) -> Vec<u8> {
     format!("some-file-name-{i:05}").into_bytes()
 }
 
-/// A filesystem whose directory `/d` holds `n` files, unmounted; returns the device.
-fn build(n: u32) -> Arc<dyn BlockDev> {
-    let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(128 << 20).unwrap());
-    let opts = Options::default();
-    mkfs(Arc::clone(&dev), &opts).unwrap();
-    let fs = Fs::mount(Arc::clone(&dev), opts.mount).unwrap();
-    let root = fs.root().unwrap();
-    let d = fs.mkdir(&root, b"d", 0o755).unwrap();
-    for i in 0..n {
-        fs.create(&d, &name(i), 0o644, true).unwrap();
-    }
-    fs.unmount().unwrap();
-    dev
+/// A filesystem whose directory `/d` holds `n` files, unmounted.
+fn build(n: u32) -> Image {
+    let img = image::mem(128 << 20).build();
+    make_dir_of_files(&img, b"d", (0..n).map(name));
+    img
 }
 
-fn mount(dev: &Arc<dyn BlockDev>) -> (Arc<Fs>, Arc<Inode>) {
-    let fs = Fs::mount(Arc::clone(dev), Options::default().mount).unwrap();
+fn mount(img: &Image) -> (Arc<Fs>, Arc<Inode>) {
+    let fs = img.mount();
     let d = fs.lookup_path(b"/d").unwrap();
     (fs, d)
 }
 
-fn form_of(fs: &Fs, d: &Arc<Inode>) -> Form {
-    let mut tp = Trans::new(fs);
-    let dp = tp.lock_inode_shared(Arc::clone(d));
-    let f = dir::form(&tp, dp).unwrap();
-    tp.commit().unwrap();
-    f
-}
-
-/// The filesystem block behind directory block `lblk`.
-fn phys(d: &Arc<Inode>, lblk: u64) -> u64 {
-    let core = InodeRead::lock(Arc::clone(d));
-    let e = core
-        .fork
-        .extents()
-        .iter()
-        .find(|e| e.startoff <= lblk && lblk < e.end())
-        .copied()
-        .expect("mapped");
-    e.startblock + (lblk - e.startoff)
-}
-
-/// Flip one bit of byte `off` of filesystem block `fsb` on the device.
-fn flip(dev: &Arc<dyn BlockDev>, fsb: u64, off: usize) {
-    let mut b = vec![0u8; BLOCK_SIZE];
-    let at = fsb * BLOCK_SIZE as u64;
-    dev.read_at(&mut b, at).unwrap();
-    b[off] ^= 0x20;
-    dev.write_at(&b, at, false).unwrap();
-    dev.flush().unwrap();
-}
-
-/// Corrupt directory block `lblk` of `/d` on an unmounted device, then mount again.
-fn corrupt(dev: &Arc<dyn BlockDev>, lblk: u64, off: usize) -> (Arc<Fs>, Arc<Inode>) {
-    let (fs, d) = mount(dev);
-    let fsb = phys(&d, lblk);
+/// Corrupt directory block `lblk` of `/d` on the unmounted image (one bit of byte `off`),
+/// then mount again.
+fn corrupt(img: &Image, lblk: u64, off: usize) -> (Arc<Fs>, Arc<Inode>) {
+    let (fs, d) = mount(img);
+    let fsb = dir_block_address(&d, lblk);
     fs.unmount().unwrap();
     drop((fs, d));
-    flip(dev, fsb, off);
-    mount(dev)
+    img.flip(fsb * BLOCK_SIZE as u64 + off as u64, 0x20);
+    mount(img)
 }
 
 fn is_crc(e: &FsError, kind: BlockKind) -> bool {
@@ -100,10 +63,7 @@ fn lookups(fs: &Fs, d: &Arc<Inode>, n: u32, kind: BlockKind) -> (u32, u32) {
 }
 
 fn assert_fsck_names(fs: &Fs, d: &Arc<Inode>, kind: BlockKind) {
-    let mut tp = Trans::new(fs);
-    let dp = tp.lock_inode_shared(Arc::clone(d));
-    let findings = dir::check(&mut tp, dp).unwrap();
-    tp.commit().unwrap();
+    let findings = dir_findings(fs, d).unwrap();
     assert!(
         findings.iter().any(|f| f.contains(kind.name())),
         "the directory check does not name {kind}: {findings:#?}"
@@ -116,11 +76,11 @@ fn assert_fsck_names(fs: &Fs, d: &Arc<Inode>, kind: BlockKind) {
 
 #[test]
 fn a_corrupt_block_form_block_is_a_typed_crc_error() {
-    let dev = build(40);
-    let (fs, d) = mount(&dev);
+    let img = build(40);
+    let (fs, d) = mount(&img);
     assert_eq!(form_of(&fs, &d), Form::Block);
     drop((fs, d));
-    let (fs, d) = corrupt(&dev, 0, 300);
+    let (fs, d) = corrupt(&img, 0, 300);
     assert_eq!(lookups(&fs, &d, 40, BlockKind::DirBlock), (40, 0));
     let e = fs.create(&d, b"new", 0o644, true).unwrap_err();
     assert!(is_crc(&e, BlockKind::DirBlock), "{e}");
@@ -136,11 +96,11 @@ fn a_corrupt_block_form_block_is_a_typed_crc_error() {
 
 #[test]
 fn a_corrupt_data_block_fails_only_the_names_it_holds() {
-    let dev = build(300);
-    let (fs, d) = mount(&dev);
+    let img = build(300);
+    let (fs, d) = mount(&img);
     assert_eq!(form_of(&fs, &d), Form::Leaf);
     drop((fs, d));
-    let (fs, d) = corrupt(&dev, 1, 1000);
+    let (fs, d) = corrupt(&img, 1, 1000);
     let (bad, good) = lookups(&fs, &d, 300, BlockKind::DirData);
     assert!(bad > 0 && good > 0, "bad {bad} good {good}");
     assert_fsck_names(&fs, &d, BlockKind::DirData);
@@ -150,30 +110,30 @@ fn a_corrupt_data_block_fails_only_the_names_it_holds() {
 
 #[test]
 fn a_corrupt_leaf1_block_fails_every_lookup() {
-    let dev = build(300);
-    let (fs, d) = mount(&dev);
+    let img = build(300);
+    let (fs, d) = mount(&img);
     assert_eq!(form_of(&fs, &d), Form::Leaf);
     drop((fs, d));
-    let (fs, d) = corrupt(&dev, LEAF_FIRST, 200);
+    let (fs, d) = corrupt(&img, LEAF_FIRST, 200);
     assert_eq!(lookups(&fs, &d, 300, BlockKind::DirLeaf1), (300, 0));
     assert_fsck_names(&fs, &d, BlockKind::DirLeaf1);
     // readdir reads only data blocks.
     assert_eq!(fs.readdir(&d).unwrap().len(), 300);
 }
 
-fn node_dir(n: u32) -> Arc<dyn BlockDev> {
-    let dev = build(n);
-    let (fs, d) = mount(&dev);
+fn node_dir(n: u32) -> Image {
+    let img = build(n);
+    let (fs, d) = mount(&img);
     assert_eq!(form_of(&fs, &d), Form::Node);
-    dev
+    img
 }
 
 #[test]
 fn a_corrupt_hash_tree_root_fails_every_lookup() {
     let n = 1500;
-    let dev = node_dir(n);
+    let img = node_dir(n);
     // The root is a da3_node: the tree has more than one leaf.
-    let (fs, d) = corrupt(&dev, LEAF_FIRST, 100);
+    let (fs, d) = corrupt(&img, LEAF_FIRST, 100);
     assert_eq!(lookups(&fs, &d, n, BlockKind::DaNode), (n, 0));
     assert_fsck_names(&fs, &d, BlockKind::DaNode);
     assert_eq!(fs.readdir(&d).unwrap().len(), n as usize);
@@ -182,8 +142,8 @@ fn a_corrupt_hash_tree_root_fails_every_lookup() {
 #[test]
 fn a_corrupt_hash_tree_leaf_fails_only_the_hashes_it_holds() {
     let n = 1500;
-    let dev = node_dir(n);
-    let (fs, d) = corrupt(&dev, LEAF_FIRST + 1, 600);
+    let img = node_dir(n);
+    let (fs, d) = corrupt(&img, LEAF_FIRST + 1, 600);
     let (bad, good) = lookups(&fs, &d, n, BlockKind::DirLeafN);
     assert!(bad > 0 && good > 0, "bad {bad} good {good}");
     assert_fsck_names(&fs, &d, BlockKind::DirLeafN);
@@ -193,8 +153,8 @@ fn a_corrupt_hash_tree_leaf_fails_only_the_hashes_it_holds() {
 #[test]
 fn a_corrupt_free_index_fails_creates_and_removes_not_lookups() {
     let n = 1500;
-    let dev = node_dir(n);
-    let (fs, d) = corrupt(&dev, FREE_FIRST, 70);
+    let img = node_dir(n);
+    let (fs, d) = corrupt(&img, FREE_FIRST, 70);
     assert_eq!(lookups(&fs, &d, n, BlockKind::DirFree), (0, n));
     let e = fs.unlink(&d, &name(7)).unwrap_err();
     assert!(is_crc(&e, BlockKind::DirFree), "{e}");

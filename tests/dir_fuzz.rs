@@ -4,68 +4,45 @@
 //! between the bad bytes and a panic. Every operation may fail (with a typed error) but none
 //! may panic, and the checker must keep reporting instead of failing.
 
+mod common;
+
 use std::sync::Arc;
 
 use fslab::fs::Fs;
 use fslab::fs::cksum::Cksum;
-use fslab::fs::dev::{BlockDev, MemDev};
 use fslab::fs::dir::{self, FREE_FIRST, LEAF_FIRST};
 use fslab::fs::error::FsError;
 use fslab::fs::format::{BLOCK_SIZE, BlockKind};
 use fslab::fs::inode::{Inode, InodeRead};
-use fslab::fs::mkfs::mkfs;
-use fslab::fs::options::Options;
 use fslab::fs::trans::Trans;
+use fslab::rng::SplitMix64;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use common::dirs::{in_dir_trans, make_dir_of_files};
+use common::image::{self, Image};
 
 fn name(i: u32) -> Vec<u8> {
     format!("fuzzed-entry-{i:05}").into_bytes()
 }
 
 /// An unmounted filesystem whose `/d` holds `n` files.
-fn build(n: u32) -> Arc<dyn BlockDev> {
-    let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(64 << 20).unwrap());
-    let opts = Options::default();
-    mkfs(Arc::clone(&dev), &opts).unwrap();
-    let fs = Fs::mount(Arc::clone(&dev), opts.mount).unwrap();
-    let root = fs.root().unwrap();
-    let d = fs.mkdir(&root, b"d", 0o755).unwrap();
-    for i in 0..n {
-        fs.create(&d, &name(i), 0o644, true).unwrap();
-    }
-    fs.unmount().unwrap();
-    dev
+fn build(n: u32) -> Image {
+    let img = image::mem(64 << 20).build();
+    make_dir_of_files(&img, b"d", (0..n).map(name));
+    img
 }
 
 /// Every block of `/d`: (filesystem block, kind).
-fn dir_blocks(dev: &Arc<dyn BlockDev>) -> Vec<(u64, BlockKind)> {
-    let fs = Fs::mount(Arc::clone(dev), Options::default().mount).unwrap();
+fn dir_blocks(img: &Image) -> Vec<(u64, BlockKind)> {
+    let fs = img.mount();
     let d = fs.lookup_path(b"/d").unwrap();
-    let (form, level) = {
-        let mut tp = Trans::new(&fs);
-        let dp = tp.lock_inode(Arc::clone(&d));
-        let f = dir::form(&tp, dp).unwrap();
+    let (form, level) = in_dir_trans(&fs, &d, |tp, dp| {
+        let f = dir::form(tp, dp).unwrap();
         let level = match f {
-            dir::Form::Node => dir::node::tree_root(&mut tp, dp).unwrap().level,
+            dir::Form::Node => dir::node::tree_root(tp, dp).unwrap().level,
             _ => 0,
         };
-        tp.commit().unwrap();
         (f, level)
-    };
+    });
     let core = InodeRead::lock(Arc::clone(&d));
     let mut out = Vec::new();
     for e in core.fork.extents() {
@@ -85,7 +62,7 @@ fn dir_blocks(dev: &Arc<dyn BlockDev>) -> Vec<(u64, BlockKind)> {
 }
 
 /// Exercise a mounted, damaged directory; every outcome but a panic is acceptable.
-fn exercise(fs: &Fs, d: &Arc<Inode>, n: u32, rng: &mut Rng) {
+fn exercise(fs: &Fs, d: &Arc<Inode>, n: u32, rng: &mut SplitMix64) {
     for i in (0..n).step_by(7) {
         let _ = fs.lookup(d, &name(i));
     }
@@ -105,15 +82,16 @@ fn exercise(fs: &Fs, d: &Arc<Inode>, n: u32, rng: &mut Rng) {
     for _ in 0..3 {
         let i = rng.below(u64::from(n)) as u32;
         let _ = fs.unlink(d, &name(i));
-        let _ = fs.create(d, format!("new-{}", rng.next()).as_bytes(), 0o644, true);
+        let _ = fs.create(d, format!("new-{}", rng.next_u64()).as_bytes(), 0o644, true);
         let _ = fs.rename(d, &name(i + 1), d, format!("moved-{i}").as_bytes());
     }
 }
 
 fn fuzz(n: u32, rounds: u32, seed: u64) {
-    let dev = build(n);
-    let blocks = dir_blocks(&dev);
-    let mut rng = Rng(seed);
+    let img = build(n);
+    let dev = &img.dev;
+    let blocks = dir_blocks(&img);
+    let mut rng = SplitMix64::new(seed);
     let cksum = Cksum::default();
     for _ in 0..rounds {
         let (fsb, kind) = blocks[rng.below(blocks.len() as u64) as usize];
@@ -137,7 +115,7 @@ fn fuzz(n: u32, rounds: u32, seed: u64) {
         cksum.update(kind, &mut bad);
         dev.write_at(&bad, at, false).unwrap();
         {
-            let fs = Fs::mount(Arc::clone(&dev), Options::default().mount).unwrap();
+            let fs = img.mount();
             if let Ok(d) = fs.lookup_path(b"/d") {
                 exercise(&fs, &d, n, &mut rng);
             }

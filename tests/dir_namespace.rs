@@ -2,39 +2,15 @@
 //! thousand in one directory, through every directory form and back, with the whole-
 //! filesystem checker (space accounting, link counts) after every phase and across remounts.
 
-use std::sync::Arc;
+mod common;
+
 use std::sync::atomic::Ordering;
 
-use fslab::fs::Fs;
-use fslab::fs::check::check;
-use fslab::fs::dev::{BlockDev, MemDev};
-use fslab::fs::dir::{self, Form};
+use fslab::fs::dir::Form;
 use fslab::fs::error::FsError;
-use fslab::fs::inode::Inode;
-use fslab::fs::mkfs::mkfs;
-use fslab::fs::options::Options;
-use fslab::fs::trans::Trans;
 
-fn fresh(size: u64) -> (Arc<dyn BlockDev>, Arc<Fs>) {
-    let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(size).unwrap());
-    let opts = Options::default();
-    mkfs(Arc::clone(&dev), &opts).unwrap();
-    let fs = Fs::mount(Arc::clone(&dev), opts.mount).unwrap();
-    (dev, fs)
-}
-
-fn assert_clean(fs: &Fs, when: &str) {
-    let r = check(fs).unwrap();
-    assert!(r.is_clean(), "{when}: fsck findings: {:#?}", r.findings);
-}
-
-fn form_of(fs: &Fs, d: &Arc<Inode>) -> Form {
-    let mut tp = Trans::new(fs);
-    let dp = tp.lock_inode_shared(Arc::clone(d));
-    let f = dir::form(&tp, dp).unwrap();
-    tp.commit().unwrap();
-    f
-}
+use common::dirs::form_of;
+use common::image::{self, assert_clean};
 
 fn name(i: u32) -> Vec<u8> {
     format!("file-with-a-longish-name-{i:06}").into_bytes()
@@ -42,7 +18,7 @@ fn name(i: u32) -> Vec<u8> {
 
 #[test]
 fn thousands_of_files_take_a_directory_through_every_form_and_back() {
-    let (dev, fs) = fresh(256 << 20);
+    let (img, fs) = image::mem(256 << 20).mount();
     let free_before = fs.fdblocks.load(Ordering::Relaxed);
     let root = fs.root().unwrap();
     let d = fs.mkdir(&root, b"big", 0o755).unwrap();
@@ -60,9 +36,8 @@ fn thousands_of_files_take_a_directory_through_every_form_and_back() {
     assert_eq!(fs.readdir(&d).unwrap().len(), n as usize);
 
     // Survives unmount and remount.
-    fs.unmount().unwrap();
-    drop((d, root, fs));
-    let fs = Fs::mount(Arc::clone(&dev), Options::default().mount).unwrap();
+    drop((d, root));
+    let fs = img.remount(fs);
     assert_clean(&fs, "after remount");
     let d = fs.lookup_path(b"/big").unwrap();
     for i in (0..n).step_by(97) {
@@ -104,7 +79,7 @@ fn thousands_of_files_take_a_directory_through_every_form_and_back() {
 
 #[test]
 fn renames_within_and_between_large_directories_keep_everything_consistent() {
-    let (_dev, fs) = fresh(256 << 20);
+    let (_img, fs) = image::mem(256 << 20).mount();
     let root = fs.root().unwrap();
     let a = fs.mkdir(&root, b"a", 0o755).unwrap();
     let b = fs.mkdir(&root, b"b", 0o755).unwrap();

@@ -4,50 +4,22 @@
 //! directory layer is driven directly, with made-up inode numbers, so the figures are the
 //! directory's own cost per operation (one transaction each), not inode allocation's.
 
-use std::sync::Arc;
+mod common;
+
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use fslab::backend::FileKind;
 use fslab::fs::Fs;
 use fslab::fs::btree::Root;
-use fslab::fs::dev::{BlockDev, MemDev};
 use fslab::fs::dir::{self, Form};
-use fslab::fs::inode::Inode;
-use fslab::fs::mkfs::mkfs;
-use fslab::fs::options::Options;
-use fslab::fs::trans::Trans;
+use fslab::rng::SplitMix64;
+
+use common::dirs::{dir_findings, in_dir_trans};
+use common::image;
 
 fn name(i: u64) -> Vec<u8> {
     format!("f{i:07}").into_bytes()
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
-fn with<R>(
-    fs: &Fs,
-    d: &Arc<Inode>,
-    f: impl FnOnce(&mut Trans, fslab::fs::trans::InodeId) -> R,
-) -> R {
-    let mut tp = Trans::new(fs);
-    let dp = tp.lock_inode(Arc::clone(d));
-    let r = f(&mut tp, dp);
-    tp.commit().unwrap();
-    r
-}
-
-/// `dir::check`'s findings.
-fn findings(fs: &Fs, d: &Arc<Inode>) -> Vec<String> {
-    with(fs, d, dir::check).unwrap()
 }
 
 #[test]
@@ -55,28 +27,25 @@ fn findings(fs: &Fs, d: &Arc<Inode>) -> Vec<String> {
 fn a_million_entries_keep_creates_and_lookups_fast() {
     const N: u64 = 1_000_000;
     const LOOKUPS: u64 = 1_000_000;
-    let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(1 << 30).unwrap());
-    let opts = Options::default();
-    mkfs(Arc::clone(&dev), &opts).unwrap();
-    let fs = Fs::mount(dev, opts.mount).unwrap();
+    let (_img, fs) = image::mem(1 << 30).mount();
     let root = fs.root().unwrap();
     let d = fs.mkdir(&root, b"huge", 0o755).unwrap();
 
     let t = Instant::now();
     for i in 0..N {
-        with(&fs, &d, |tp, dp| {
+        in_dir_trans(&fs, &d, |tp, dp| {
             dir::add(tp, dp, &name(i), 1_000_000 + i, FileKind::File)
         })
         .unwrap();
     }
     let create_ns = t.elapsed().as_nanos() as f64 / N as f64;
 
-    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut rng = SplitMix64::new(0x2545_f491_4f6c_dd1d);
     let t = Instant::now();
     let mut found = 0u64;
     for _ in 0..LOOKUPS {
-        let i = rng.next() % (N + N / 10); // one in eleven is absent
-        let got = with(&fs, &d, |tp, dp| dir::lookup(tp, dp, &name(i))).unwrap();
+        let i = rng.below(N + N / 10); // one in eleven is absent
+        let got = in_dir_trans(&fs, &d, |tp, dp| dir::lookup(tp, dp, &name(i))).unwrap();
         assert_eq!(got, (i < N).then_some(1_000_000 + i), "name {i}");
         found += u64::from(got.is_some());
     }
@@ -85,7 +54,7 @@ fn a_million_entries_keep_creates_and_lookups_fast() {
         "dir_scale: {N} entries: create {create_ns:.0} ns/op, lookup {lookup_ns:.0} ns/op ({found} hits)"
     );
 
-    let (form, root_level, blocks) = with(&fs, &d, |tp, dp| {
+    let (form, root_level, blocks) = in_dir_trans(&fs, &d, |tp, dp| {
         let f = dir::form(tp, dp).unwrap();
         let r: Root = dir::node::tree_root(tp, dp).unwrap();
         (f, r.level, tp.ic(dp).di.nblocks)
@@ -93,53 +62,47 @@ fn a_million_entries_keep_creates_and_lookups_fast() {
     assert_eq!(form, Form::Node);
     assert!(root_level >= 2, "a million hashes need a three-level tree");
     println!("dir_scale: hash tree root level {root_level}, {blocks} directory blocks");
-    let findings = findings(&fs, &d);
+    let findings = dir_findings(&fs, &d).unwrap();
     assert!(
         findings.is_empty(),
         "{:#?}",
         &findings[..findings.len().min(10)]
     );
-    assert_eq!(with(&fs, &d, dir::readdir).unwrap().len() as u64, N);
+    assert_eq!(in_dir_trans(&fs, &d, dir::readdir).unwrap().len() as u64, N);
 }
 
 #[test]
 #[cfg_attr(debug_assertions, ignore = "150,000 entries: run with --release")]
 fn a_three_level_tree_shrinks_back_to_shortform_in_random_order() {
     const N: u64 = 150_000;
-    let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(512 << 20).unwrap());
-    let opts = Options::default();
-    mkfs(Arc::clone(&dev), &opts).unwrap();
-    let fs = Fs::mount(dev, opts.mount).unwrap();
+    let (_img, fs) = image::mem(512 << 20).mount();
     let root = fs.root().unwrap();
     let free_before = fs.fdblocks.load(Ordering::Relaxed);
     let d = fs.mkdir(&root, b"d", 0o755).unwrap();
     for i in 0..N {
-        with(&fs, &d, |tp, dp| {
+        in_dir_trans(&fs, &d, |tp, dp| {
             dir::add(tp, dp, &name(i), 1_000_000 + i, FileKind::File)
         })
         .unwrap();
     }
     let level = |fs: &Fs| {
-        with(fs, &d, |tp, dp| match dir::form(tp, dp).unwrap() {
+        in_dir_trans(fs, &d, |tp, dp| match dir::form(tp, dp).unwrap() {
             Form::Node => Some(dir::node::tree_root(tp, dp).unwrap().level),
             _ => None,
         })
     };
     assert_eq!(level(&fs), Some(2));
     let mut order: Vec<u64> = (0..N).collect();
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    for i in (1..order.len()).rev() {
-        order.swap(i, (rng.next() % (i as u64 + 1)) as usize);
-    }
+    SplitMix64::new(0x9e37_79b9_7f4a_7c15).shuffle(&mut order);
     let mut last = level(&fs);
     let mut levels_seen = vec![last];
     for (k, &i) in order.iter().enumerate() {
-        let ino = with(&fs, &d, |tp, dp| dir::remove(tp, dp, &name(i))).unwrap();
+        let ino = in_dir_trans(&fs, &d, |tp, dp| dir::remove(tp, dp, &name(i))).unwrap();
         assert_eq!(ino, 1_000_000 + i);
         if k % 512 == 0 || k + 1 == order.len() {
             let now = level(&fs);
             if now != last {
-                let findings = findings(&fs, &d);
+                let findings = dir_findings(&fs, &d).unwrap();
                 assert!(findings.is_empty(), "at {k} ({now:?}): {findings:#?}");
                 levels_seen.push(now);
                 last = now;
@@ -148,7 +111,7 @@ fn a_three_level_tree_shrinks_back_to_shortform_in_random_order() {
     }
     assert_eq!(levels_seen, [Some(2), Some(1), Some(0), None]);
     assert_eq!(
-        with(&fs, &d, |tp, dp| dir::form(tp, dp)).unwrap(),
+        in_dir_trans(&fs, &d, |tp, dp| dir::form(tp, dp)).unwrap(),
         Form::Short
     );
     drop(d);

@@ -9,8 +9,8 @@ use std::path::Path;
 
 use assert_cmd::Command;
 
-/// fs_mark 3.3's real output (shared/reference/captures), as escaped literals so tabs and
-/// the argv line's trailing space stay visible.
+/// fs_mark 3.3's real output (captured from runs of the real binary), as escaped literals so
+/// tabs and the argv line's trailing space stay visible.
 mod captures {
     /// `fs_mark_basic_stdout.txt`.
     pub const BASIC_STDOUT: &str = concat!(

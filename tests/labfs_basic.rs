@@ -1,38 +1,22 @@
 //! labfs end to end: mkfs, mount, namespace and data operations, unmount, remount, fsck.
 
-use std::sync::Arc;
+mod common;
 
-use fslab::fs::Fs;
-use fslab::fs::check::check;
-use fslab::fs::dev::{BlockDev, MemDev};
 use fslab::fs::error::FsError;
-use fslab::fs::mkfs::mkfs;
-use fslab::fs::options::Options;
 
-fn fresh(size: u64) -> (Arc<dyn BlockDev>, Arc<Fs>) {
-    let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(size).unwrap());
-    let opts = Options::default();
-    mkfs(Arc::clone(&dev), &opts).unwrap();
-    let fs = Fs::mount(Arc::clone(&dev), opts.mount).unwrap();
-    (dev, fs)
-}
-
-fn assert_clean(fs: &Fs) {
-    let r = check(fs).unwrap();
-    assert!(r.is_clean(), "fsck findings: {:#?}", r.findings);
-}
+use common::image::{self, assert_clean};
 
 #[test]
 fn a_fresh_filesystem_is_clean_and_has_an_empty_root() {
-    let (_dev, fs) = fresh(64 << 20);
+    let (_img, fs) = image::mem(64 << 20).mount();
     let root = fs.root().unwrap();
     assert!(fs.readdir(&root).unwrap().is_empty());
-    assert_clean(&fs);
+    assert_clean(&fs, "fresh");
 }
 
 #[test]
 fn files_and_data_survive_unmount_and_remount() {
-    let (dev, fs) = fresh(64 << 20);
+    let (img, fs) = image::mem(64 << 20).mount();
     let root = fs.root().unwrap();
     let d = fs.mkdir(&root, b"d", 0o755).unwrap();
     let (f, created) = fs.create(&d, b"f", 0o644, true).unwrap();
@@ -40,10 +24,8 @@ fn files_and_data_survive_unmount_and_remount() {
     let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
     assert_eq!(fs.write(&f, 0, &data).unwrap(), data.len());
     assert_eq!(fs.write(&f, 20_000, b"tail").unwrap(), 4);
-    fs.unmount().unwrap();
-    drop((f, d, root, fs));
-
-    let fs = Fs::mount(Arc::clone(&dev), Options::default().mount).unwrap();
+    drop((f, d, root));
+    let fs = img.remount(fs);
     let f = fs.lookup_path(b"/d/f").unwrap();
     let mut back = vec![0u8; 20_004];
     assert_eq!(fs.read(&f, 0, &mut back).unwrap(), 20_004);
@@ -53,12 +35,12 @@ fn files_and_data_survive_unmount_and_remount() {
         "the hole reads as zeroes"
     );
     assert_eq!(&back[20_000..], b"tail");
-    assert_clean(&fs);
+    assert_clean(&fs, "after remount");
 }
 
 #[test]
 fn unlink_frees_inodes_and_blocks() {
-    let (_dev, fs) = fresh(64 << 20);
+    let (_img, fs) = image::mem(64 << 20).mount();
     let root = fs.root().unwrap();
     let free_before = fs.fdblocks.load(std::sync::atomic::Ordering::Relaxed);
     let (f, _) = fs.create(&root, b"big", 0o644, true).unwrap();
@@ -68,7 +50,7 @@ fn unlink_frees_inodes_and_blocks() {
     fs.unlink(&root, b"big").unwrap();
     assert_eq!(fs.lookup(&root, b"big").unwrap_err(), FsError::NotFound);
     fs.sync().unwrap();
-    assert_clean(&fs);
+    assert_clean(&fs, "after unlink and sync");
     let free_after = fs.fdblocks.load(std::sync::atomic::Ordering::Relaxed);
     assert_eq!(
         free_after, free_before,
@@ -78,7 +60,7 @@ fn unlink_frees_inodes_and_blocks() {
 
 #[test]
 fn setattr_changes_mode_owner_and_times_and_persists() {
-    let (dev, fs) = fresh(64 << 20);
+    let (img, fs) = image::mem(64 << 20).mount();
     let root = fs.root().unwrap();
     let (f, _) = fs.create(&root, b"f", 0o600, true).unwrap();
     let attr = fslab::fs::namei::SetAttr {
@@ -96,9 +78,8 @@ fn setattr_changes_mode_owner_and_times_and_persists() {
             .get(fslab::fs::stats::Stat::IgAttrchg),
         1
     );
-    fs.unmount().unwrap();
-    drop((f, root, fs));
-    let fs = Fs::mount(dev, Options::default().mount).unwrap();
+    drop((f, root));
+    let fs = img.remount(fs);
     let f = fs.lookup_path(b"/f").unwrap();
     let c = fslab::fs::inode::InodeRead::lock(f);
     assert_eq!(u32::from(c.di.mode), 0o100751);

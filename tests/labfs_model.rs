@@ -3,33 +3,20 @@
 //! trees agree and fsck is clean, and after unmount + mount everything still agrees. The
 //! operations: mkdir, write, truncate, unlink, rmdir, rename, link and symlink.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use fslab::backend::FileKind;
 use fslab::fs::Fs;
 use fslab::fs::check::check;
-use fslab::fs::dev::{BlockDev, MemDev};
 use fslab::fs::error::FsError;
 use fslab::fs::inode::InodeRead;
-use fslab::fs::mkfs::mkfs;
-use fslab::fs::options::Options;
 use fslab::fs::vfs::Owner;
+use fslab::rng::SplitMix64;
 
-/// A small deterministic generator (xorshift64*), so a failing seed replays exactly.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use common::image;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Node {
@@ -167,7 +154,7 @@ fn compare_all(fs: &Fs, m: &Model) {
 }
 
 /// One random step on both; returns the paths it touched.
-fn step(fs: &Fs, m: &mut Model, rng: &mut Rng, names: &[Vec<u8>]) -> Vec<Vec<u8>> {
+fn step(fs: &Fs, m: &mut Model, rng: &mut SplitMix64, names: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let dirs = m.dirs();
     let dir = dirs[rng.below(dirs.len() as u64) as usize].clone();
     let name = names[rng.below(names.len() as u64) as usize].as_slice();
@@ -365,12 +352,9 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut Rng, names: &[Vec<u8>]) -> Vec<Vec<u8>
 
 fn run(seed: u64, steps: usize, many_names: bool) {
     let names = names(many_names);
-    let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(64 << 20).unwrap());
-    let opts = Options::default();
-    mkfs(Arc::clone(&dev), &opts).unwrap();
-    let mut fs = Fs::mount(Arc::clone(&dev), opts.mount.clone()).unwrap();
+    let (img, mut fs) = image::mem(64 << 20).mount();
     let mut m = Model::new();
-    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rng = SplitMix64::new(seed);
     for i in 0..steps {
         for p in step(&fs, &mut m, &mut rng, &names) {
             compare_path(&fs, &m, &p);
@@ -380,13 +364,11 @@ fn run(seed: u64, steps: usize, many_names: bool) {
             compare_all(&fs, &m);
         }
         if i % 500 == 499 {
-            fs.unmount().unwrap();
-            fs = Fs::mount(Arc::clone(&dev), opts.mount.clone()).unwrap();
+            fs = img.remount(fs);
             compare_all(&fs, &m);
         }
     }
-    fs.unmount().unwrap();
-    let fs = Fs::mount(Arc::clone(&dev), opts.mount.clone()).unwrap();
+    let fs = img.remount(fs);
     compare_all(&fs, &m);
     let files = m
         .tree

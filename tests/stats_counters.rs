@@ -3,13 +3,15 @@
 //! These tests use private `XfsStats` sets only; the process-wide `global()` set is tested in
 //! `stats_mount.rs`, alone in its binary, so no test here can disturb it.
 
+mod common;
+
 use std::sync::Arc;
 
 use fslab::fs::stats::{
     BTREE_FIELDS, BtreeLine, NUM_U32, NUM_U64, Stat, Stat64, StatFile, XfsStats,
 };
 
-/// The 6.14–6.19 `/proc/fs/xfs/stat` layout: line names and field counts (xfs.md §1.2).
+/// The 6.14–6.19 `/proc/fs/xfs/stat` layout: line names and field counts (`fs/xfs/xfs_stats.c`).
 const KERNEL_LAYOUT: [(&str, usize); 31] = [
     ("extent_alloc", 4),
     ("abt", 4),
@@ -94,31 +96,6 @@ fn render_prints_the_31_kernel_lines_with_264_u32_and_4_u64_fields() {
         vec![0],
         "debug is 0: fslab is not a debug kernel"
     );
-}
-
-#[test]
-fn render_matches_the_layout_of_this_hosts_proc_file() {
-    let Ok(host) = std::fs::read_to_string("/proc/fs/xfs/stat") else {
-        eprintln!("skipped: /proc/fs/xfs/stat absent (XFS not loaded)");
-        return;
-    };
-    let ours = split_lines(&XfsStats::new().snapshot().render());
-    let theirs = split_lines(&host);
-    // Every line both print has the same field count.
-    for (name, values) in &theirs {
-        if let Some((_, v)) = ours.iter().find(|(n, _)| n == name) {
-            assert_eq!(v.len(), values.len(), "field count of {name}");
-        }
-    }
-    // On a 6.14–6.19 kernel the whole line list is identical.
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let mut ver = release.trim().split(['.', '-']);
-    let major: u32 = ver.next().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let minor: u32 = ver.next().and_then(|v| v.parse().ok()).unwrap_or(0);
-    if major == 6 && (14..=19).contains(&minor) {
-        let names = |l: &[(String, Vec<u64>)]| l.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
-        assert_eq!(names(&ours), names(&theirs), "kernel {}", release.trim());
-    }
 }
 
 #[test]
@@ -234,4 +211,35 @@ fn u32_counters_wrap_like_the_kernels_percent_u() {
     // The u64 counters do not wrap at 32 bits.
     st.add64(Stat64::XstratBytes, 5 << 32);
     assert_eq!(st.snapshot().get64(Stat64::XstratBytes), 5 << 32);
+}
+
+/// Tests on the host kernel's own statistics file: ignored unless asked for with
+/// `--ignored kernel_xfs`, and then failing if the xfs module is not loaded (`tests/common`).
+mod kernel_xfs {
+    use super::*;
+    use crate::common::xfs::stat_file;
+
+    #[test]
+    #[ignore = "kernel XFS: needs the xfs module's /proc/fs/xfs/stat; run with --ignored kernel_xfs"]
+    fn render_matches_the_layout_of_this_hosts_proc_file() {
+        let host = stat_file();
+        let ours = split_lines(&XfsStats::new().snapshot().render());
+        let theirs = split_lines(&host);
+        // Every line both print has the same field count.
+        for (name, values) in &theirs {
+            if let Some((_, v)) = ours.iter().find(|(n, _)| n == name) {
+                assert_eq!(v.len(), values.len(), "field count of {name}");
+            }
+        }
+        // On a 6.14–6.19 kernel the whole line list is identical.
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let mut ver = release.trim().split(['.', '-']);
+        let major: u32 = ver.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        let minor: u32 = ver.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        if major == 6 && (14..=19).contains(&minor) {
+            let names =
+                |l: &[(String, Vec<u64>)]| l.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+            assert_eq!(names(&ours), names(&theirs), "kernel {}", release.trim());
+        }
+    }
 }

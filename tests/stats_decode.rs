@@ -1,11 +1,14 @@
 //! The stat decoder: our render, the host's real file, a 4.x-era file, newer and odd lines,
 //! garbage, and diffs.
 
+mod common;
+
 use fslab::fs::stats::host::{clear_stats_at, read_stats_from};
 use fslab::fs::stats::{
     DecodeError, HostStatsError, LineProblem, Stat, Stat64, StatDiff, StatFile, XfsStats,
     decode_text, layout,
 };
+use fslab::rng::SplitMix64;
 
 /// The `/proc/fs/xfs/stat` lines quoted in seed 004 (linux-xfs, Nov 2016, a 4.x kernel), with
 /// the `rmapbt` and `refcntbt` lines removed so the text has the pre-4.8 line set. The mail
@@ -69,31 +72,6 @@ fn decoding_our_render_names_every_field_with_its_meaning() {
         Ok(text.clone())
     );
     assert_eq!(StatFile::from(&st.snapshot()).render_raw(), text);
-}
-
-#[test]
-fn decoding_this_hosts_real_stat_file_keeps_every_line() {
-    let file = match read_stats_from(std::path::Path::new("/proc/fs/xfs/stat")) {
-        Ok(f) => f,
-        Err(HostStatsError::Missing { .. }) => {
-            eprintln!("skipped: /proc/fs/xfs/stat absent (XFS not loaded)");
-            return;
-        }
-        Err(e) => panic!("host stat file did not read or parse: {e}"),
-    };
-    let decoded = file.decode();
-    for line in file.lines() {
-        if layout::line_spec(&line.name).is_some() {
-            assert_has(&decoded, &format!("{} (", line.name));
-        } else {
-            assert_has(&decoded, &line.name);
-        }
-    }
-    // Diffing a snapshot against itself gives all zeros, except the debug flag.
-    let same = StatDiff::between(&file, &file);
-    for line in same.file().lines().iter().filter(|l| l.name != "debug") {
-        assert!(line.values.iter().all(|&v| v == 0), "{line:?}");
-    }
 }
 
 #[test]
@@ -191,18 +169,13 @@ fn garbage_is_a_typed_error_naming_the_line_never_a_panic() {
 
 #[test]
 fn arbitrary_bytes_and_truncated_text_never_panic() {
-    // A deterministic byte soup: xorshift, biased toward digits, spaces and newlines.
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    // A deterministic byte soup, biased toward digits, spaces and newlines.
+    let mut rng = SplitMix64::new(0x9e37_79b9_7f4a_7c15);
     let alphabet = b"0123456789 \nlogxpc_\t\xff\x00-";
     for _ in 0..2000 {
-        let len = (x % 64) as usize;
+        let len = rng.index(64);
         let bytes: Vec<u8> = (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                alphabet[(x % alphabet.len() as u64) as usize]
-            })
+            .map(|_| alphabet[rng.index(alphabet.len())])
             .collect();
         if let Ok(f) = StatFile::parse_bytes(&bytes) {
             let _ = f.decode();
@@ -305,4 +278,32 @@ fn host_read_and_clear_report_missing_files_as_typed_errors() {
     let err = read_stats_from(&bad).expect_err("not stat text");
     assert!(matches!(err, HostStatsError::Decode { .. }), "{err}");
     assert!(err.to_string().contains("line 1"), "{err}");
+}
+
+/// Tests on the host kernel's own statistics file: ignored unless asked for with
+/// `--ignored kernel_xfs`, and then failing if the xfs module is not loaded (`tests/common`).
+mod kernel_xfs {
+    use super::*;
+    use crate::common::xfs::{STAT_FILE, stat_file};
+
+    #[test]
+    #[ignore = "kernel XFS: needs the xfs module's /proc/fs/xfs/stat; run with --ignored kernel_xfs"]
+    fn decoding_this_hosts_real_stat_file_keeps_every_line() {
+        stat_file();
+        let file = read_stats_from(std::path::Path::new(STAT_FILE))
+            .unwrap_or_else(|e| panic!("host stat file did not read or parse: {e}"));
+        let decoded = file.decode();
+        for line in file.lines() {
+            if layout::line_spec(&line.name).is_some() {
+                assert_has(&decoded, &format!("{} (", line.name));
+            } else {
+                assert_has(&decoded, &line.name);
+            }
+        }
+        // Diffing a snapshot against itself gives all zeros, except the debug flag.
+        let same = StatDiff::between(&file, &file);
+        for line in same.file().lines().iter().filter(|l| l.name != "debug") {
+            assert!(line.values.iter().all(|&v| v == 0), "{line:?}");
+        }
+    }
 }

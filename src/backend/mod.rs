@@ -12,7 +12,7 @@
 
 pub mod host;
 pub mod lab;
-pub mod recording;
+pub mod open;
 
 use std::fmt;
 use std::path::Path;

@@ -1,13 +1,51 @@
-//! What every binary shares on its command line: exit codes, unit parsers, and (as the
-//! observability and labfs layers land) the `--fs`, `--device`, `-o`, `--trace` and `--stats`
-//! flag groups, each defined once here and flattened into each binary's parser.
+//! The binaries' layer: every flag a binary has, each defined once, and the one skeleton
+//! every binary's `main` runs through.
+//!
+//! - [`tool`]: the skeleton: parse, early exits, output files, the backend, the observer,
+//!   SIGINT, the engine, teardown and the exit status, for any [`tool::Command`].
+//! - [`backend_args`]: `--fs`, `--device`, `-o`, `--mkfs`.
+//! - [`observe`]: `--trace*` and `--stats*`, and the [`observe::Observer`] they configure.
+//! - [`interrupt`]: the two-stage Ctrl-C.
+//! - [`fsmark`]: fs_mark's command line and the fsmark command.
+//!
+//! Engines (in [`crate::workload`]) never see clap: each command here turns its arguments into
+//! the engine's plain configuration.
 
+pub mod backend_args;
+pub mod fsmark;
+pub mod interrupt;
 pub mod observe;
-pub mod target_args;
+pub mod tool;
 
-/// Exit status for a completed run.
-pub const EXIT_OK: i32 = 0;
-/// Exit status when the run failed (I/O error, full filesystem, corrupt image).
-pub const EXIT_FAILURE: i32 = 1;
-/// Exit status for bad command-line usage.
-pub const EXIT_USAGE: i32 = 2;
+use std::process::ExitCode;
+
+/// How a binary ends, as its exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// The run completed (or stopped cleanly after one Ctrl-C): 0.
+    Ok,
+    /// The run failed (I/O error, full filesystem, corrupt image, unwritable output): 1.
+    Failure,
+    /// The command line was refused: 2.
+    Usage,
+    /// A second Ctrl-C ended the process at once: 130 (128 + SIGINT).
+    Interrupted,
+}
+
+impl ExitStatus {
+    /// The numeric status.
+    pub fn code(self) -> u8 {
+        match self {
+            ExitStatus::Ok => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::Usage => 2,
+            ExitStatus::Interrupted => interrupt::INTERRUPTED_EXIT as u8,
+        }
+    }
+}
+
+impl From<ExitStatus> for ExitCode {
+    fn from(status: ExitStatus) -> ExitCode {
+        ExitCode::from(status.code())
+    }
+}

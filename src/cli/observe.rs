@@ -12,21 +12,21 @@
 //!   `--stats-clear`; otherwise fslab reads them before and after and prints the difference,
 //!   which is the same figure without the privilege.
 
-use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use clap::Args;
 use thiserror::Error;
 
-use crate::fs::stats::MountStats;
+use crate::backend::open::StatsSource;
 use crate::fs::stats::decode::{StatDiff, StatFile};
 use crate::fs::stats::host::{HostStatsError, clear_host_stats, read_host_stats};
+use crate::report::output::{OutputError, OutputFile};
+use crate::trace::TraceError;
+use crate::trace::registry::{self, EventSet};
 use crate::trace::session::{
     DEFAULT_RING_ENTRIES, HistSpec, Session, TraceConfig, TraceFormat, TraceSummary,
 };
-use crate::trace::{TraceError, registry};
 
 /// Observability flags, flattened into each binary's arguments.
 #[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
@@ -95,6 +95,46 @@ impl ObserveArgs {
     pub fn wants_event_list(&self) -> bool {
         self.trace.as_deref() == Some("list")
     }
+
+    /// Check how the flags combine: refuse what would be silently ignored or clamped.
+    pub fn validate(&self) -> Result<(), ObserveArgsError> {
+        if self.trace_out.is_some() && self.trace.is_none() {
+            return Err(ObserveArgsError::TraceOutWithoutTrace);
+        }
+        if let Some(events) = &self.trace {
+            let set = EventSet::parse(events).map_err(ObserveArgsError::Events)?;
+            if set.is_empty() {
+                return Err(ObserveArgsError::NoEvents(events.clone()));
+            }
+        }
+        if self.trace_buffer == 0 {
+            return Err(ObserveArgsError::EmptyRing);
+        }
+        Ok(())
+    }
+
+    /// Create the files these flags write (`--stats-out`, `--trace-out`), before the run.
+    pub fn open_outputs(&self) -> Result<ObserveOutputs, OutputError> {
+        let open = |what, path: &Option<PathBuf>| {
+            path.as_deref()
+                .map(|p| OutputFile::create(what, p))
+                .transpose()
+        };
+        Ok(ObserveOutputs {
+            stats_out: open("--stats-out file", &self.stats_out)?,
+            trace_out: open("--trace-out file", &self.trace_out)?,
+        })
+    }
+}
+
+/// The observability flags' output files, created before the run by
+/// [`ObserveArgs::open_outputs`].
+#[derive(Debug, Default)]
+pub struct ObserveOutputs {
+    /// `--stats-out`: the run's final statistics block.
+    pub stats_out: Option<OutputFile>,
+    /// `--trace-out`: the trace records.
+    pub trace_out: Option<OutputFile>,
 }
 
 /// Decode one stat snapshot, or the difference of two (`--stats-decode FILE [FILE]`).
@@ -127,13 +167,21 @@ pub fn event_list() -> String {
     registry::render_list()
 }
 
-/// Where a run's statistics come from.
-#[derive(Debug, Clone)]
-pub enum StatsSource {
-    /// A labfs mount's counters.
-    Lab(Arc<MountStats>),
-    /// The host kernel's `/proc/fs/xfs/stat`.
-    Host,
+/// The observability flags do not make sense as given (a usage error).
+#[derive(Debug, Error)]
+pub enum ObserveArgsError {
+    /// `--trace-out` without `--trace`: there would be nothing to write.
+    #[error("--trace-out needs --trace EVENTS (the events to write; --trace list shows them)")]
+    TraceOutWithoutTrace,
+    /// `--trace` names an event that does not exist.
+    #[error("--trace: {0}")]
+    Events(TraceError),
+    /// `--trace` selects no event (`""`, `",,,"`, only exclusions).
+    #[error("--trace '{0}' selects no events (--trace list shows them)")]
+    NoEvents(String),
+    /// `--trace-buffer 0`.
+    #[error("--trace-buffer 0: the trace ring needs at least 1 entry per thread")]
+    EmptyRing,
 }
 
 /// Something the observability layer could not do.
@@ -171,10 +219,13 @@ pub enum ObserveError {
     },
 }
 
-/// A run's trace session and statistics bookkeeping.
+/// What watches a run: its trace session and its XFS statistics. Every binary has exactly
+/// one, started by the tool skeleton (`crate::cli::tool`) after the backend is open and
+/// finished after the engine returns; an engine with loops tells it where each loop ends.
 pub struct Observer {
     args: ObserveArgs,
     source: StatsSource,
+    stats_out: Option<OutputFile>,
     session: Option<Session>,
     /// Counters at the start (after clearing, when cleared).
     start: Option<StatFile>,
@@ -183,11 +234,17 @@ pub struct Observer {
 }
 
 impl Observer {
-    /// Clear/read the statistics and start tracing, as the flags ask.
-    pub fn start(args: &ObserveArgs, source: StatsSource) -> Result<Observer, ObserveError> {
+    /// Clear/read the statistics and start tracing, as the flags ask, writing to the files
+    /// created earlier by [`ObserveArgs::open_outputs`].
+    pub fn start(
+        args: &ObserveArgs,
+        source: StatsSource,
+        outputs: ObserveOutputs,
+    ) -> Result<Observer, ObserveError> {
         let mut obs = Observer {
             args: args.clone(),
             source,
+            stats_out: outputs.stats_out,
             session: None,
             start: None,
             last: None,
@@ -207,11 +264,14 @@ impl Observer {
             let cfg = TraceConfig {
                 events,
                 format: args.trace_format,
-                out: args.trace_out.clone(),
-                ring_entries_per_thread: args.trace_buffer.max(1),
+                out: None,
+                ring_entries_per_thread: args.trace_buffer,
                 histograms: args.trace_hist.clone(),
             };
-            obs.session = Some(cfg.start()?);
+            obs.session = Some(match outputs.trace_out {
+                Some(out) => cfg.start_into(out.path, out.file)?,
+                None => cfg.start()?,
+            });
         }
         Ok(obs)
     }
@@ -232,8 +292,13 @@ impl Observer {
         }
     }
 
-    /// After loop `n` (1-based) of a multi-loop tool: print that loop's statistics.
-    pub fn loop_done(&mut self, n: u64) -> Result<(), ObserveError> {
+    /// Loop `n` (1-based) of a tool with loops is about to start.
+    pub fn loop_started(&mut self, _n: u64) -> Result<(), ObserveError> {
+        Ok(())
+    }
+
+    /// Loop `n` (1-based) of a tool with loops has ended: print that loop's statistics.
+    pub fn loop_finished(&mut self, n: u64) -> Result<(), ObserveError> {
         if !self.args.wants_stats() {
             return Ok(());
         }
@@ -255,11 +320,13 @@ impl Observer {
             let start = self.start.take().unwrap_or_else(|| now.clone());
             let diff = StatDiff::between(&start, &now);
             eprint!("# xfs stats for the run\n{}", self.render(&diff));
-            if let Some(path) = &self.args.stats_out {
-                let write =
-                    File::create(path).and_then(|mut f| f.write_all(diff.render_raw().as_bytes()));
+            if let Some(out) = &mut self.stats_out {
+                let write = out
+                    .file
+                    .write_all(diff.render_raw().as_bytes())
+                    .and_then(|()| out.file.flush());
                 write.map_err(|source| ObserveError::Write {
-                    path: path.clone(),
+                    path: out.path.clone(),
                     source,
                 })?;
             }
@@ -278,7 +345,8 @@ impl Observer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fs::stats::Stat;
+    use crate::fs::stats::{MountStats, Stat};
+    use std::sync::Arc;
 
     #[test]
     fn lab_stats_are_cleared_at_start_and_reported_as_the_runs_difference() {
@@ -288,7 +356,12 @@ mod tests {
             stats: true,
             ..ObserveArgs::default()
         };
-        let obs = Observer::start(&args, StatsSource::Lab(Arc::clone(&m))).unwrap();
+        let obs = Observer::start(
+            &args,
+            StatsSource::Lab(Arc::clone(&m)),
+            ObserveOutputs::default(),
+        )
+        .unwrap();
         assert_eq!(
             m.mount().snapshot().get(Stat::DirCreate),
             0,
@@ -303,7 +376,12 @@ mod tests {
 
     #[test]
     fn nothing_is_read_or_started_without_flags() {
-        let obs = Observer::start(&ObserveArgs::default(), StatsSource::Host).unwrap();
+        let obs = Observer::start(
+            &ObserveArgs::default(),
+            StatsSource::Host,
+            ObserveOutputs::default(),
+        )
+        .unwrap();
         assert!(obs.start.is_none() && obs.session.is_none());
         assert!(obs.finish().unwrap().is_none());
     }

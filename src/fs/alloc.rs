@@ -3,7 +3,7 @@
 //! As in XFS, every AG keeps its free extents in two B+trees: by starting block (bno, for
 //! finding neighbours to merge with and allocating next to a given block) and by length
 //! (cnt, for finding the best-fitting extent). Both describe the same set; invariant 6 of
-//! LABFS.md (free + used = total, both trees agree) is checked by the fsck oracle.
+//! `docs/invariants.md` (free + used = total, both trees agree) is checked by the fsck oracle.
 //!
 //! The AGF buffer is the AG's free-space lock: an allocation reads it into the transaction
 //! and holds it to commit. Splitting bno/cnt blocks needs blocks too; they come from the AGFL,

@@ -1,4 +1,5 @@
-//! fsck: labfs's `xfs_repair -n`, the test oracle for LABFS.md invariants 1, 6 and 7.
+//! fsck: labfs's `xfs_repair -n`, the test oracle for invariants 1, 6 and 7 of the
+//! repository's `docs/invariants.md`.
 //!
 //! [`check`] walks everything a filesystem has and reports every violation it finds, each
 //! naming where it is, rather than stopping at the first:

@@ -1,7 +1,8 @@
 //! The one place labfs computes metadata CRCs.
 //!
 //! XFS protects every v5 metadata structure with a CRC-32C (Castagnoli) over the structure with
-//! its CRC field taken as zero, stored little-endian (`../shared/reference/xfs.md` §4.1). There
+//! its CRC field taken as zero, stored little-endian (`xfs_cksum.h`: `xfs_start_cksum_*`,
+//! `xfs_end_cksum`). There
 //! are two ways to compute that value, and thread 004 is about the difference between them:
 //!
 //! - **split** (XFS before 4.10, and every *verify* since): three crc32c calls, over the bytes

@@ -357,14 +357,16 @@ pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<()> {
             })?;
         }
         let agbno = Geometry::agino_agbno(rec.startino);
-        for b in 0..CHUNK_BLOCKS {
-            let id = tp.read_buf(geo.ag_daddr(agno, agbno + b), BlockKind::Inode, BLOCK_SIZE)?;
-            tp.inval_buf(id);
-        }
         h.agi.count -= 64;
         h.agi.freecount -= 64;
         put_agi(tp, &h);
+        // AGI, then AGF, then the cluster buffers: the lock order. The buffers are only
+        // invalidated, so they are got without reading them (XFS's xfs_ifree_cluster).
         free_extent(tp, geo.fsblock(agno, agbno), CHUNK_BLOCKS)?;
+        for b in 0..CHUNK_BLOCKS {
+            let id = tp.new_buf(geo.ag_daddr(agno, agbno + b), BlockKind::Inode, BLOCK_SIZE)?;
+            tp.inval_buf(id);
+        }
         return Ok(());
     }
     with_tree::<InoSpec, _>(tp, &mut h, |cur, st| {

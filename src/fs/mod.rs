@@ -1,7 +1,9 @@
 //! labfs: a journaling filesystem modelled on XFS, in userspace.
 //!
-//! See `../shared/DESIGN.md` §3 and `../shared/LABFS.md` for the design: how a metadata change
-//! travels (transaction → commit → write-back), the invariants, and the test oracles.
+//! The design is written up in the repository's `docs/` folder: `architecture.md` (how a
+//! metadata change travels: transaction → commit → write-back), `format.md` (every on-disk
+//! structure, byte by byte), `locking.md` (the order below, explained) and `invariants.md`
+//! (what must always hold, and the test oracle for each).
 //!
 //! ## Lock order
 //! Locks are taken in this order and never against it (a thread holding a later lock never
@@ -18,6 +20,13 @@
 //! An AG whose header would be locked out of order is only *tried* (`try_read_buf`) and skipped
 //! if busy, as XFS does with `XFS_ALLOC_FLAG_TRYLOCK`.
 //!
+//! Operations that free both blocks and an inode split into transactions so that no one
+//! transaction holds an AGF and then waits for an AGI: inactivation (unlink, rmdir, rename
+//! over an existing name, the last close of an unlinked file) first frees the file's blocks in
+//! transactions of their own (`Fs::free_range`, AGF only), keeping the inode locked, then frees
+//! the inode (AGI, then the AGF only if the whole chunk goes), as XFS's `xfs_inactive`
+//! truncates before `xfs_ifree`. Truncate, punch and fallocate take no AGI at all.
+
 //! ## Modules
 //! - [`format`](mod@format): geometry constants, block kinds, magics, CRC offsets, endian helpers, and the
 //!   byte-by-byte layouts of the superblock, AG headers and inodes.
@@ -63,6 +72,8 @@ pub mod namei;
 pub mod options;
 pub mod stats;
 pub mod symlink;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod trans;
 pub mod treestore;
 pub mod vfs;

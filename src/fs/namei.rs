@@ -538,20 +538,28 @@ impl Fs {
     }
 
     /// Free an inode with no links left and no open files: its blocks, then the inode.
+    ///
+    /// Two phases, as XFS's `xfs_inactive`: the data blocks go first, in transactions of
+    /// their own that take only AGF locks ([`Fs::free_range`]); then one transaction frees the
+    /// inode, taking the AGI and, only when the whole chunk goes, the AGF after it. The inode
+    /// stays locked throughout. Freeing blocks and the inode in one transaction would take an
+    /// AGF before an AGI, against the lock order, and deadlock with a create that holds the
+    /// AGI while it allocates a new chunk.
     pub(crate) fn inactivate(&self, ip: &Arc<Inode>) -> FsResult<()> {
-        let mut tp = Trans::new(self);
-        tp.reserve_or_dip(CHANGE_BLOCKS);
-        let id = tp.lock_inode(Arc::clone(ip));
-        if tp.ic(id).di.nlink != 0 || tp.ic(id).opens != 0 || ip.has_flag(iflags::FREED) {
-            return tp.commit();
+        let mut w = InodeWrite::lock(Arc::clone(ip));
+        if w.di.nlink != 0 || w.opens != 0 || ip.has_flag(iflags::FREED) {
+            return Ok(());
         }
-        if let Some(ext) = tp.ic_mut(id).ext.take() {
+        if let Some(ext) = w.ext.take() {
             crate::fs::data::drop_cache(self, &ext);
         }
-        crate::fs::symlink::forget_remote(&mut tp, id)?;
-        if !tp.ic(id).fork.extents().is_empty() {
-            crate::fs::bmap::free_blocks(&mut tp, id, 0, u64::MAX >> 12)?;
+        crate::fs::symlink::forget_remote(self, &w)?;
+        if !w.fork.extents().is_empty() {
+            w = self.free_range(w, 0, u64::MAX >> crate::fs::format::BLOCK_SHIFT)?;
         }
+        let mut tp = Trans::new(self);
+        tp.reserve_or_dip(CHANGE_BLOCKS);
+        let id = tp.join_locked(w);
         ifree(&mut tp, ip.ino)?;
         {
             let ic = tp.ic_mut(id);

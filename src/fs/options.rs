@@ -1,7 +1,8 @@
 //! Mount and mkfs options (`-o key=value,...` in every binary).
 //!
 //! Each option is a switch that reproduces one side of a design change argued in the seed
-//! threads, or a geometry choice; each changes behaviour for real (see DESIGN.md §3).
+//! threads, or a geometry choice; each changes behaviour for real (the repository's
+//! `docs/tools.md` lists them).
 //! Unknown keys and bad values are errors naming the key, never silently ignored.
 
 use std::fmt;

@@ -165,23 +165,23 @@ pub(crate) fn read_target(fs: &Fs, ino: u64, core: &InodeCore) -> FsResult<Vec<u
     }
 }
 
-/// Before a link's blocks are freed: drop its remote block from the buffer cache, so a
-/// dirty copy is never written home over the block's next owner (`xfs_trans_binval`).
-pub(crate) fn forget_remote(tp: &mut Trans, ip: InodeId) -> FsResult<()> {
-    if !tp.ic(ip).is_symlink() {
+/// Before a link's blocks are freed (its inode locked, `core`): drop its remote block from
+/// the buffer cache, so a dirty copy is never written home over the block's next owner
+/// (`xfs_trans_binval`).
+pub(crate) fn forget_remote(fs: &Fs, core: &InodeCore) -> FsResult<()> {
+    if !core.is_symlink() {
         return Ok(());
     }
-    let blocks: Vec<u64> = tp
-        .ic(ip)
-        .fork
-        .extents()
-        .iter()
-        .filter(|e| !e.is_delalloc())
-        .flat_map(|e| e.startblock..e.startblock + u64::from(e.blockcount))
-        .collect();
-    for b in blocks {
-        let id = tp.new_buf(Daddr::of_block(b), BlockKind::Symlink, BLOCK_SIZE)?;
-        tp.inval_buf(id);
+    for e in core.fork.extents().iter().filter(|e| !e.is_delalloc()) {
+        for b in e.startblock..e.startblock + u64::from(e.blockcount) {
+            let mut g = fs.bufs.get(
+                Daddr::of_block(b),
+                BlockKind::Symlink,
+                BLOCK_SIZE,
+                GetMode::New,
+            )?;
+            fs.bufs.invalidate(&mut g);
+        }
     }
     Ok(())
 }

@@ -8,10 +8,12 @@
 //!   phases, so pipes and tests never see it.
 //! - [`json`]: writing a JSON document to a file atomically (rewritten as a run goes, so a
 //!   crash loses little).
+//! - [`output`]: output files named on the command line, created before the run starts.
 //! - [`latency`]: percentiles of an `hdrhistogram` and a comfy-table rendering of them.
 //! - [`fsmark`]: fs_mark 3.3's header, table rows, summary and log file, plus fsmark's JSON.
 
 pub mod fsmark;
 pub mod json;
 pub mod latency;
+pub mod output;
 pub mod progress;

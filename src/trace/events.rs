@@ -12,8 +12,9 @@
 //!   so building the record (clock, CPU, thread buffer) stays out of the caller's code path.
 //!
 //! Adding an event is one line in an existing class, or one class block. Print templates
-//! follow the kernel's `TP_printk` (reference/xfs.md §5); the registry's tests check every
-//! template against its fields.
+//! follow the kernel's `TP_printk` (`fs/xfs/xfs_trace.h`,
+//! `include/trace/events/writeback.h`); the registry's tests check every template against
+//! its fields.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -1,8 +1,9 @@
 //! Turning records into the text people read: the event's own print format, the ftrace text
 //! layout of `/sys/kernel/tracing/trace`, and JSON lines.
 //!
-//! The ftrace layout (reference/xfs.md §6) is a fixed 12-line header, the third line carrying
-//! `entries-in-buffer/entries-written` and `#P:` (online CPUs), then one line per event:
+//! The ftrace layout (`kernel/trace/trace_output.c`, `Documentation/trace/ftrace.rst`) is a
+//! fixed 12-line header, the third line carrying `entries-in-buffer/entries-written` and `#P:`
+//! (online CPUs), then one line per event:
 //! `%16s-%-7d [%03d] ..... %5lu.%06lu: name: fields` (task right-aligned in 16, pid
 //! left-aligned in 7, CPU in 3 digits, five flag characters, seconds and microseconds). The
 //! flags are always `.....`: userspace has no irq, softirq, preempt or migrate state to show.

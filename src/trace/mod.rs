@@ -6,7 +6,7 @@
 //! - [`events`]: the catalogue. Each event is declared once (name, subsystem, typed fields,
 //!   print format) and fired through a plain function, e.g.
 //!   `trace::events::xfs_log_force(dev, lsn, "xfs_file_fsync")`. The names, fields and
-//!   formats are the kernel's (reference/xfs.md §5), so a labfs trace reads like an XFS one;
+//!   formats are the kernel's (`fs/xfs/xfs_trace.h`), so a labfs trace reads like an XFS one;
 //!   `crc32c` is fslab's own, the source of seed 004's checksum-size histograms.
 //! - [`registry`]: the list of events ([`list`]), their definitions, and [`EventSet`], the
 //!   `--trace` selector (comma list, globs, `subsystem:glob`, `all`, `!exclusions`).

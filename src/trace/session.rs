@@ -361,6 +361,17 @@ fn register(id: u64) -> Option<Local> {
 impl TraceConfig {
     /// Validate the configuration, enable its events and make it the active session.
     pub fn start(&self) -> Result<Session, TraceError> {
+        self.start_with(None)
+    }
+
+    /// Like [`TraceConfig::start`], but the records go to `file`, already created at `path` by
+    /// the caller (a tool creates its output files before its run, so that a bad path fails
+    /// before any work); [`TraceConfig::out`] is not used.
+    pub fn start_into(&self, path: PathBuf, file: File) -> Result<Session, TraceError> {
+        self.start_with(Some((path, file)))
+    }
+
+    fn start_with(&self, opened: Option<(PathBuf, File)>) -> Result<Session, TraceError> {
         let recorded = EventSet::parse(&self.events)?;
         if self.ring_entries_per_thread == 0 {
             return Err(TraceError::BadRingSize);
@@ -380,15 +391,17 @@ impl TraceConfig {
         if active.is_some() {
             return Err(TraceError::SessionActive);
         }
-        let out = match (&self.out, recorded.is_empty()) {
-            (Some(path), false) => {
+        let out = match (opened, &self.out, recorded.is_empty()) {
+            (_, _, true) => None,
+            (Some(opened), _, false) => Some(opened),
+            (None, Some(path), false) => {
                 let file = File::create(path).map_err(|source| TraceError::Output {
                     path: path.display().to_string(),
                     source,
                 })?;
                 Some((path.clone(), file))
             }
-            _ => None,
+            (None, None, false) => None,
         };
         let shared = Arc::new(Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),

@@ -2,18 +2,16 @@
 //!
 //! An engine calls only [`crate::backend::Target`] methods and reads time only through a
 //! [`Clock`], so the same code runs against a real kernel filesystem, against labfs, and
-//! against [`crate::backend::recording::RecordingTarget`] with a
-//! [`crate::backend::recording::VirtualClock`] in tests. The virtual clock is what lets a test
-//! pin *which* phase of a workload lands in *which* output column: every recorded call
-//! advances virtual time by a cost the test chose, so each column's figure is predictable.
+//! against [`crate::testing::RecordingTarget`] with a [`crate::testing::VirtualClock`] in
+//! tests. The virtual clock is what lets a test pin *which* phase of a workload lands in
+//! *which* output column: every recorded call advances virtual time by a cost the test chose,
+//! so each column's figure is predictable.
 //!
 //! - [`fsmark`]: the fs_mark 3.3 loop (create/write/fsync/close files, sync phases, unlink).
 
 pub mod fsmark;
 
 use std::time::{SystemTime, UNIX_EPOCH};
-
-use crate::backend::recording::VirtualClock;
 
 /// Wall-clock time as `gettimeofday(2)` reports it: seconds and microseconds since the epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -63,20 +61,6 @@ impl Clock for SystemClock {
     }
 }
 
-impl Clock for VirtualClock {
-    fn now_us(&self) -> u64 {
-        self.micros()
-    }
-
-    fn wall(&self) -> WallTime {
-        let us = self.micros();
-        WallTime {
-            secs: self.epoch_secs() + us / 1_000_000,
-            micros: (us % 1_000_000) as u32,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,19 +73,5 @@ mod tests {
         assert!(b >= a);
         assert!(c.wall().secs > 1_577_836_800);
         assert!(c.wall().micros < 1_000_000);
-    }
-
-    #[test]
-    fn virtual_clock_wall_follows_its_counter() {
-        let c = VirtualClock::new(1_000);
-        c.advance(2_500_000);
-        assert_eq!(c.now_us(), 2_500_000);
-        assert_eq!(
-            c.wall(),
-            WallTime {
-                secs: 1_002,
-                micros: 500_000
-            }
-        );
     }
 }

@@ -34,6 +34,10 @@ use crate::fs::vfs::FallocMode;
 /// Largest file labfs allows (2^43 bytes, well inside the 54-bit block offsets).
 pub const MAX_FILE_SIZE: u64 = 1 << 43;
 
+/// Extents unmapped per transaction by [`Fs::free_range`]: enough to keep a large truncate
+/// from taking thousands of transactions, few enough to bound what one of them changes.
+const FREE_BATCH_EXTENTS: usize = 16;
+
 /// One cached page of file data (one filesystem block).
 #[derive(Debug)]
 pub struct Page {
@@ -508,24 +512,47 @@ impl Fs {
                 self.zero_partial(ip, &mut w, size, BLOCK_SIZE - tail)?;
             }
         }
+        // The new size first, then the blocks past it in their own transactions, as XFS's
+        // xfs_setattr_size does: blocks beyond EOF are harmless if a later step fails.
         let mut tp = Trans::new(self);
-        tp.reserve_or_dip(crate::fs::namei::CHANGE_BLOCKS);
         let id = tp.join_locked(w);
-        if size < old {
-            bmap::free_blocks(
-                &mut tp,
-                id,
-                keep_blocks,
-                (MAX_FILE_SIZE >> BLOCK_SHIFT) - keep_blocks,
-            )?;
-        }
         let now = crate::fs::now_ns();
         let ic = tp.ic_mut(id);
         ic.di.size = size;
         ic.di.mtime = now;
         ic.di.ctime = now;
         tp.log_inode(id);
-        tp.commit()
+        let w = tp.commit_keep(id)?;
+        if size < old {
+            self.free_range(w, keep_blocks, MAX_FILE_SIZE >> BLOCK_SHIFT)?;
+        }
+        Ok(())
+    }
+
+    /// Unmap file blocks `from..to` of a locked inode and free what was behind them, a batch
+    /// of extents per transaction from the end backwards, keeping the inode locked between
+    /// them (XFS's `xfs_itruncate_extents`, which rolls its transaction every couple of
+    /// extents). Each transaction takes only AGF locks, never an AGI: inactivation calls this
+    /// before the transaction that frees the inode, so no transaction holds an AGF and then
+    /// waits for an AGI (the lock order in `fs/mod.rs`). Bounded transactions also bound what
+    /// one commit must log.
+    pub(crate) fn free_range(&self, mut w: InodeWrite, from: u64, to: u64) -> FsResult<InodeWrite> {
+        loop {
+            let list = w.fork.extents();
+            let lo = list.partition_point(|e| e.end() <= from);
+            let hi = list.partition_point(|e| e.startoff < to);
+            if lo >= hi {
+                return Ok(w);
+            }
+            let start = list[hi.saturating_sub(FREE_BATCH_EXTENTS).max(lo)]
+                .startoff
+                .max(from);
+            let mut tp = Trans::new(self);
+            tp.reserve_or_dip(crate::fs::namei::CHANGE_BLOCKS);
+            let id = tp.join_locked(w);
+            bmap::free_blocks(&mut tp, id, start, to - start)?;
+            w = tp.commit_keep(id)?;
+        }
     }
 
     /// Drop cached pages of blocks `from..to`, settling counters.
@@ -653,10 +680,9 @@ impl Fs {
         }
         if last_whole > first_whole {
             self.drop_pages(&mut w, first_whole, last_whole);
+            let w = self.free_range(w, first_whole, last_whole)?;
             let mut tp = Trans::new(self);
-            tp.reserve_or_dip(crate::fs::namei::CHANGE_BLOCKS);
             let id = tp.join_locked(w);
-            bmap::free_blocks(&mut tp, id, first_whole, last_whole - first_whole)?;
             tp.ic_mut(id).di.ctime = crate::fs::now_ns();
             tp.log_inode(id);
             tp.commit()?;

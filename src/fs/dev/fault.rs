@@ -46,6 +46,7 @@ use parking_lot::Mutex;
 
 use crate::fs::dev::mem::{MemDev, PAGE_SIZE};
 use crate::fs::dev::{BlockDev, DevError, IoKind, IoReq, SECTOR_SIZE, check_io};
+use crate::rng::SplitMix64;
 
 /// Default limit on recorded write payloads before old flush points are folded: 256 MiB.
 pub const DEFAULT_LOG_LIMIT: u64 = 256 << 20;
@@ -389,27 +390,6 @@ pub struct FaultDev {
     faults: Mutex<Faults>,
 }
 
-/// A small, seedable generator (SplitMix64) so crash plans replay from their seed.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn coin(&mut self) -> bool {
-        self.next() >> 63 == 1
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next() % n }
-    }
-}
-
 impl FaultDev {
     /// Wrap any device. Its current contents become the base image, read in full once
     /// (pages of zeroes are not stored); for a [`MemDev`], [`FaultDev::over_mem`] is faster.
@@ -703,7 +683,7 @@ fn choose_kept(keep: &Keep, pending: usize) -> Result<Vec<usize>, DevError> {
             (0..*n).collect()
         }
         Keep::Random { seed } => {
-            let mut rng = SplitMix64(*seed);
+            let mut rng = SplitMix64::new(*seed);
             (0..pending).filter(|_| rng.coin()).collect()
         }
         Keep::Subset(list) => {
@@ -756,7 +736,7 @@ fn choose_tear(tear: &Tear, kept: &[usize], pending: &[WriteInfo]) -> Result<Tor
             (0..*n).collect()
         }
         SectorPick::Random { seed } => {
-            let mut rng = SplitMix64(*seed);
+            let mut rng = SplitMix64::new(*seed);
             let mut mask: Vec<bool> = (0..sectors).map(|_| rng.coin()).collect();
             let count = mask.iter().filter(|&&b| b).count();
             if count == 0 || count == sectors as usize {

@@ -62,7 +62,7 @@ pub const DEFAULT_STRIPE_UNIT: u64 = 64 << 10;
 /// Most members a stripe may have.
 pub const MAX_STRIPE_MEMBERS: usize = 256;
 
-/// Long help for `--device`, shared by every binary.
+/// Long help for `--device` (the flag itself is defined once, in `crate::cli::backend_args`).
 pub const DEVICE_HELP: &str = "\
 The block device labfs runs on.
 
@@ -148,14 +148,6 @@ impl Default for DeviceSpec {
     fn default() -> Self {
         DeviceSpec::Mem(MemSpec::default())
     }
-}
-
-/// The `--device` flag, to flatten into a binary's clap parser.
-#[derive(Debug, Clone, clap::Args)]
-pub struct DeviceArgs {
-    /// The block device labfs runs on, e.g. mem:1g or stripe:4,mem:1g,lat=20us.
-    #[arg(long, value_name = "SPEC", default_value = "mem", long_help = DEVICE_HELP)]
-    pub device: DeviceSpec,
 }
 
 /// A spec that could not be parsed; each message names the item that is wrong.

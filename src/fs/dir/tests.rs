@@ -11,18 +11,9 @@ use std::sync::Arc;
 use super::hash::collide;
 use super::*;
 use crate::fs::Fs;
-use crate::fs::dev::{BlockDev, MemDev};
 use crate::fs::inode::Inode;
-use crate::fs::mkfs::mkfs;
-use crate::fs::options::Options;
-
-/// A freshly made and mounted labfs on a memory device of `size` bytes.
-pub(crate) fn test_fs(size: u64) -> Arc<Fs> {
-    let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(size).expect("memory device"));
-    let opts = Options::default();
-    mkfs(Arc::clone(&dev), &opts).expect("mkfs");
-    Fs::mount(dev, opts.mount).expect("mount")
-}
+use crate::fs::testing::mem_fs;
+use crate::rng::SplitMix64;
 
 /// A directory under test, driven one transaction per call.
 struct TestDir {
@@ -32,7 +23,7 @@ struct TestDir {
 
 impl TestDir {
     fn new(size: u64) -> TestDir {
-        let fs = test_fs(size);
+        let fs = mem_fs(size);
         let root = fs.root().unwrap();
         let ip = fs.mkdir(&root, b"d", 0o755).unwrap();
         TestDir { fs, ip }
@@ -371,23 +362,7 @@ fn bad_names_and_missing_entries_are_refused_without_changes() {
     d.assert_clean();
 }
 
-/// A tiny xorshift generator: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-fn random_name(rng: &mut Rng) -> Vec<u8> {
+fn random_name(rng: &mut SplitMix64) -> Vec<u8> {
     // Mostly short names, sometimes up to the 255-byte limit.
     let len = if rng.below(8) == 0 {
         1 + rng.below(255)
@@ -405,7 +380,7 @@ fn random_name(rng: &mut Rng) -> Vec<u8> {
 #[test]
 fn random_operations_agree_with_a_model() {
     let d = TestDir::new(128 << 20);
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = SplitMix64::new(0x9e37_79b9_7f4a_7c15);
     let mut model: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
     let mut forms_seen = std::collections::HashSet::new();
     let mut next_ino = 10_000u64;

@@ -1,8 +1,9 @@
 //! labfs's on-disk format: geometry, the kinds of metadata block, their magic numbers and
 //! where each keeps its CRC.
 //!
-//! The layout is modelled on XFS v5 (`../shared/reference/xfs.md` §4): the same structure
-//! sizes and CRC offsets, so that checksum-size histograms mean what they mean on XFS.
+//! The layout is modelled on XFS v5 (`xfs_format.h`, `xfs_da_format.h`): the same structure
+//! sizes and CRC offsets, so that checksum-size histograms mean what they mean on XFS. The
+//! whole format is collected in the repository's `docs/format.md`.
 //! Byte-for-byte XFS compatibility is not a goal. Every metadata block is self-describing:
 //! magic, its own address, the filesystem UUID, an owner and the LSN of its last write.
 //! The byte-by-byte layout of each structure is documented in the module that encodes it.
@@ -199,7 +200,7 @@ impl BlockKind {
         }
     }
 
-    /// Byte offset of the CRC field (`../shared/reference/xfs.md` §4.2).
+    /// Byte offset of the CRC field (XFS's, e.g. `XFS_SB_CRC_OFF`, `XFS_AGF_CRC_OFF`).
     pub fn crc_offset(self) -> usize {
         match self {
             BlockKind::Superblock => 224,

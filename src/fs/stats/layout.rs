@@ -16,9 +16,9 @@
 //! `gc xpc` line. Lines newer than the layout we render are kept at the end of the table so
 //! the decoder can still name their fields.
 //!
-//! Meanings are paraphrased from the kernel's increment sites (see
-//! `shared/reference/xfs.md` §1.3, §2.6, §3.1). Fields that modern kernels never increment
-//! say so, so nobody reads a constant 0 as "nothing happened".
+//! Meanings are paraphrased from the kernel's increment sites (`XFS_STATS_INC` and friends
+//! in `fs/xfs/*.c`, the line table in `fs/xfs/xfs_stats.c`). Fields that modern kernels
+//! never increment say so, so nobody reads a constant 0 as "nothing happened".
 
 /// How wide the kernel's counters on a line are; this decides where a diff wraps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! Reporting an fs_mark run: the [`Printer`] observer writes fs_mark's text to stdout and the
+//! Reporting an fs_mark run: the [`Printer`] (the engine's [`Reporter`]) writes fs_mark's text to stdout and the
 //! log file, keeps the `--json` document up to date, shows progress on a terminal, and prints
 //! the summary and the optional latency table at the end.
 //!
@@ -9,30 +9,29 @@
 pub mod json;
 pub mod text;
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::PathBuf;
-
-use thiserror::Error;
 
 use crate::report::latency;
 use crate::report::progress::Ticker;
 use crate::workload::fsmark::{
-    LoopReport, LoopStart, Observer, ReportOptions, RunEnd, RunOutcome, RunStart, SyscallKind,
+    LoopReport, LoopStart, Reporter, RunEnd, RunOutcome, RunStart, SyscallKind,
 };
 use text::Destination;
 
-/// The report could not be set up.
-#[derive(Debug, Error)]
-pub enum ReportError {
-    /// The `-l` log file could not be opened for appending.
-    #[error("cannot open log file {path}: {source}")]
-    OpenLog {
-        /// The log file.
-        path: PathBuf,
-        /// Why.
-        source: io::Error,
-    },
+/// How an fs_mark run is reported: everything on its command line that is not the engine's
+/// business.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportOptions {
+    /// `-v`.
+    pub verbose: bool,
+    /// `-l`.
+    pub log_file: PathBuf,
+    /// `--json`.
+    pub json: Option<PathBuf>,
+    /// `--latency`.
+    pub latency_table: bool,
 }
 
 /// Writes an fs_mark run's output (see the module docs).
@@ -50,25 +49,19 @@ pub struct Printer<W: Write> {
 }
 
 impl<W: Write> Printer<W> {
-    /// A printer writing to `out`, appending to the log file named in `opts` (opened now, as
-    /// fs_mark opens it before anything runs). `argv` is echoed in the header; `target` names
-    /// the target in the JSON; `show_progress` allows a progress bar on a terminal.
+    /// A printer writing to `out` and appending to `log`, the `-l` file (opened by the
+    /// caller before the run, as fs_mark opens it first thing). `argv` is echoed in the
+    /// header; `target` names the target in the JSON; `show_progress` allows a progress bar
+    /// on a terminal.
     pub fn new(
         out: W,
+        log: File,
         opts: ReportOptions,
         argv: Vec<String>,
         target: String,
         show_progress: bool,
-    ) -> Result<Printer<W>, ReportError> {
-        let log = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&opts.log_file)
-            .map_err(|source| ReportError::OpenLog {
-                path: opts.log_file.clone(),
-                source,
-            })?;
-        Ok(Printer {
+    ) -> Printer<W> {
+        Printer {
             out,
             log,
             opts,
@@ -79,7 +72,7 @@ impl<W: Write> Printer<W> {
             backend_line: None,
             show_progress,
             ticker: None,
-        })
+        }
     }
 
     /// Add a `#\tBackend: ...` line to the header (labfs runs name their filesystem, device
@@ -132,7 +125,7 @@ impl<W: Write> Printer<W> {
     }
 }
 
-impl<W: Write> Observer for Printer<W> {
+impl<W: Write> Reporter for Printer<W> {
     fn run_started(&mut self, start: &RunStart<'_>) -> io::Result<()> {
         let (config, verbose) = (start.config, self.opts.verbose);
         self.file_size = config.file_size;

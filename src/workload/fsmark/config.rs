@@ -1,7 +1,7 @@
 //! What one fs_mark run does: the validated configuration and fs_mark's limits.
 //!
 //! [`Config`] is the engine's whole input besides the target and the clock. It is built from
-//! the command line by [`super::args::FsmarkArgs::to_config`], which applies fs_mark 3.3's
+//! the command line by `crate::cli::fsmark::FsmarkArgs::to_config`, which applies fs_mark 3.3's
 //! checks in its order and with its messages (see [`ConfigError`]), so the engine itself never
 //! re-validates: a `Config` with at least one directory and one file per thread is runnable.
 
@@ -339,6 +339,24 @@ pub enum ConfigError {
     /// `-r` over the limit (fs_mark would overflow its buffer).
     #[error("-r {0}: Max random name bytes is {MAX_NAME_LEN}")]
     RandomTooLong(u32),
+    /// `-r` longer than `-p` (fs_mark prints a negative number of time-stamp bytes).
+    #[error(
+        "-p {name} -r {rand}: the {rand} random bytes go at the end of the name, which is only {name} bytes (-r must be at most -p, and -p at most {MAX_NAME_LEN})"
+    )]
+    RandomLongerThanName {
+        /// `-p`.
+        name: u32,
+        /// `-r`.
+        rand: u32,
+    },
+    /// `-r 0` (every name made in the same second is the same, and the unlink pass fails).
+    #[error(
+        "-r 0: names made in the same second would all be the same; at least 1 random byte is needed"
+    )]
+    NoRandomBytes,
+    /// `-t 0`.
+    #[error("-t 0: at least 1 thread is needed")]
+    NoThreads,
     /// `-S` not 0..7.
     #[error("-S {0}: Sync method must be 0..6 (fs_mark's) or 7 (syncfs)")]
     BadSyncMethod(u32),

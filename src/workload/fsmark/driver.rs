@@ -1,6 +1,11 @@
 //! The run driver: preflight, iterations of fresh worker threads, aggregation, and the end
 //! conditions (`-L` count, `-F` fill, interrupt).
 //!
+//! An interrupt (Ctrl-C) stops each worker after the file in hand (see `worker`); the
+//! iteration then ends as any other, with its unlink pass and its row counting the files
+//! made, and the run ends there with the summary: what fs_mark prints after an interrupted
+//! iteration, but without waiting for the iteration to finish.
+//!
 //! fs_mark forks its "threads" as processes on every iteration and collects each child's
 //! 19-number log line. We start real threads per iteration instead (same fresh per-iteration
 //! state: seed, starting subdirectory, round-robin counters) and hand results back in memory,
@@ -15,8 +20,8 @@
 //! The check happens in the driver, before any worker of the iteration starts, so no iteration
 //! is ever half run.
 //!
-//! The engine reports through an [`Observer`]: the run header once, then each iteration's row.
-//! Writing those is the report layer's job; an observer error (a closed stdout) stops the run.
+//! The engine reports through a [`Reporter`]: the run header once, then each iteration's row.
+//! Writing those is the report layer's job; a reporter error (a closed stdout) stops the run.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -37,11 +42,12 @@ pub struct RunEnv<'a> {
     pub target: &'a dyn Target,
     /// Timing and dates.
     pub clock: &'a dyn Clock,
-    /// When set (e.g. by a SIGINT handler), the run ends after the current iteration.
+    /// When set (e.g. by a SIGINT handler), every worker stops after the file in hand and
+    /// cleans up; the iteration's row (what was done) is the run's last.
     pub interrupt: Option<&'a AtomicBool>,
 }
 
-/// Handed to the observer once the preflight passed, before the first iteration.
+/// Handed to the reporter once the preflight passed, before the first iteration.
 #[derive(Debug, Clone, Copy)]
 pub struct RunStart<'a> {
     /// The run.
@@ -81,7 +87,7 @@ impl Progress {
     }
 }
 
-/// Handed to the observer as an iteration starts.
+/// Handed to the reporter as an iteration starts.
 #[derive(Debug, Clone)]
 pub struct LoopStart {
     /// 1-based iteration number.
@@ -105,8 +111,9 @@ pub struct LoopReport {
     pub latency: Option<LatencySet>,
 }
 
-/// Receives the run's progress; implemented by the report layer.
-pub trait Observer {
+/// Receives the run's progress as it happens; implemented by the report layer (fs_mark's
+/// text, the JSON document, the statistics after each loop).
+pub trait Reporter {
     /// The preflight passed and the first iteration is about to start.
     fn run_started(&mut self, start: &RunStart<'_>) -> std::io::Result<()>;
     /// An iteration's workers are about to start.
@@ -232,6 +239,7 @@ fn run_iteration(
         config,
         zeroes,
         abort: &abort,
+        interrupt: env.interrupt,
     };
     let mut spawn_error = None;
     let results: Vec<Result<WorkerOutput, WorkerError>> = thread::scope(|s| {
@@ -290,12 +298,12 @@ fn run_iteration(
 pub fn run(
     env: &RunEnv<'_>,
     config: &Config,
-    observer: &mut dyn Observer,
+    reporter: &mut dyn Reporter,
 ) -> Result<RunOutcome, FsmarkError> {
     config.check()?;
     preflight(env.target, config)?;
     check_space(env.target, config)?;
-    observer
+    reporter
         .run_started(&RunStart {
             config,
             wall: env.clock.wall(),
@@ -313,7 +321,7 @@ pub fn run(
             config.threads as usize,
             u64::from(config.num_files),
         ));
-        observer
+        reporter
             .loop_started(&LoopStart {
                 index,
                 progress: Arc::clone(&progress),
@@ -336,7 +344,7 @@ pub fn run(
         count += stats.files;
         rates.push(stats.rate_truncated());
         let fs_use = fs_use_pct(&statfs(env.target, &config.dirs[0])?);
-        observer
+        reporter
             .loop_finished(&LoopReport {
                 index,
                 fs_use_pct: fs_use,

@@ -8,19 +8,17 @@
 //! calls ("App Overhead"), and min/avg/max per call kind. The module is split by idea:
 //!
 //! - [`config`]: the validated run ([`Config`]), sync methods and their phases, limits.
-//! - [`args`]: the clap command line (fs_mark's short options) and its validation.
 //! - [`naming`]: file names (hex time + `~` + random `[0-9A-Z]`), the C-library-compatible
 //!   random generator, and the round-robin / time-hash subdirectory choice.
 //! - `worker`: one thread's iteration in fs_mark's exact call order.
 //! - [`metrics`]: per-thread figures, aggregation and the summary, with fs_mark's quirks.
-//! - [`driver`]: preflight, fresh threads per iteration, fill mode, the [`Observer`] that the
+//! - [`driver`]: preflight, fresh threads per iteration, fill mode, the [`Reporter`] that the
 //!   report layer implements.
 //!
 //! The engine never knows which target it runs on and reads time only through a
 //! [`crate::workload::Clock`]; that is what lets the tests replay it on a recording target with
 //! virtual time and check every column.
 
-pub mod args;
 pub mod config;
 pub mod driver;
 pub mod error;
@@ -28,8 +26,7 @@ pub mod metrics;
 pub mod naming;
 mod worker;
 
-pub use args::{FsmarkArgs, ReportOptions};
 pub use config::{Config, ConfigError, SubdirPolicy, SyncMethod};
-pub use driver::{LoopReport, LoopStart, Observer, RunEnd, RunEnv, RunOutcome, RunStart, run};
+pub use driver::{LoopReport, LoopStart, Reporter, RunEnd, RunEnv, RunOutcome, RunStart, run};
 pub use error::FsmarkError;
 pub use metrics::{LatencySet, LoopStats, MinAvgMax, Summary, SyscallKind};

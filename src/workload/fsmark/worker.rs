@@ -7,6 +7,11 @@
 //! bytes into WRITE (a zero-size file still gets one zero-length write), `fsync()` into FSYNC
 //! when `-S 1`, and `close()` into CLOSE.
 //!
+//! Ctrl-C (the driver's interrupt flag) stops the write loop after the file in hand and a
+//! reopen pass before its next file; the sync phases are then skipped, and the unlink pass
+//! still removes every file made, so an interrupted run leaves what a finished one leaves and
+//! reports the files it made.
+//!
 //! After the loop, in this order: `sync()` (`-S 2/4/6`) or `syncfs()` per used directory
 //! (`-S 7`), both into SYNC; the in-order reopen pass (`-S 5/6`); the reverse pass (`-S 3/4`);
 //! the first-file reopen (`-S 2`). Each reopen is `open(O_RDONLY)`+`fsync`+`close`, timed as
@@ -25,7 +30,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use super::config::Config;
+use super::config::{Config, SyncPhases};
 use super::error::FsmarkError;
 use super::metrics::{LatencySet, SyscallKind, ThreadTimings};
 use super::naming::{NameLayout, Random, SubdirChooser, push_subdir_name};
@@ -45,6 +50,14 @@ pub(crate) struct WorkerEnv<'a> {
     pub zeroes: &'a [u8],
     /// Set when any worker failed; the others stop at their next file.
     pub abort: &'a AtomicBool,
+    /// Set by the user (Ctrl-C): stop at the next file, skip the sync phases, clean up.
+    pub interrupt: Option<&'a AtomicBool>,
+}
+
+impl WorkerEnv<'_> {
+    fn interrupted(&self) -> bool {
+        self.interrupt.is_some_and(|f| f.load(Ordering::Relaxed))
+    }
 }
 
 /// One worker's result for one iteration.
@@ -249,7 +262,8 @@ pub(crate) fn run_worker(
     let create = OpenFlags::create_truncate();
 
     let loop_start = env.clock.now_us();
-    for i in 0..n {
+    let mut created = 0;
+    for _ in 0..n {
         let now = env.clock.wall().secs;
         let sub = chooser.next(now);
         set_dir(&mut path, dir_len, sub);
@@ -301,12 +315,23 @@ pub(crate) fn run_worker(
         w.t.close.record(d);
         w.sample(SyscallKind::Close, d);
 
-        progress.store(i as u64 + 1, Ordering::Relaxed);
+        created += 1;
+        progress.store(created as u64, Ordering::Relaxed);
         if env.abort.load(Ordering::Relaxed) {
             return Err(WorkerError::Aborted);
         }
+        if env.interrupted() {
+            break;
+        }
     }
-    w.t.files = n as u64;
+    w.t.files = created as u64;
+    // Interrupted: the user wants out, so the (possibly long) sync phases are skipped; the
+    // files made so far are still unlinked below, as the iteration would have.
+    let phases = if env.interrupted() {
+        SyncPhases::default()
+    } else {
+        phases
+    };
 
     if phases.sync_syscall {
         let t0 = env.clock.now_us();
@@ -341,13 +366,20 @@ pub(crate) fn run_worker(
         w.sample(SyscallKind::Fsync, d);
         Ok::<(), FsmarkError>(())
     };
+    // A reopen pass stops at the next file on Ctrl-C, like the write loop.
     if phases.post_in_order {
-        for i in 0..n {
+        for i in 0..created {
+            if env.interrupted() {
+                break;
+            }
             reopen(&mut w, i, false)?;
         }
     }
     if phases.post_reverse {
-        for i in (0..n).rev() {
+        for i in (0..created).rev() {
+            if env.interrupted() {
+                break;
+            }
             reopen(&mut w, i, false)?;
         }
     }
@@ -357,7 +389,7 @@ pub(crate) fn run_worker(
     w.t.loop_us = w.elapsed(loop_start);
 
     if !cfg.keep_files {
-        for i in 0..n {
+        for i in 0..created {
             set_file(&mut path, dir_len, files.subdir(i), files.name(i));
             let p = as_path(&path);
             let t0 = env.clock.now_us();

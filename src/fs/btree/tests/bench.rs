@@ -11,16 +11,17 @@ use std::time::Instant;
 use super::super::kinds::{DirHashRec, DirHashSpec};
 use super::super::mem_store::MemStore;
 use super::super::{BtreeOp, BtreeSpec, Cursor, LookupMode, count_records, create};
-use super::support::{Rng, UUID};
+use super::support::UUID;
+use crate::rng::SplitMix64;
 
 #[test]
 #[ignore = "benchmark; run in release with --ignored --nocapture"]
 fn dirhash_btree_vs_std_btreemap_inserts_and_lookups() {
     const N: u32 = 1_000_000;
-    let mut rng = Rng::new(99);
+    let mut rng = SplitMix64::new(99);
     let recs: Vec<DirHashRec> = (0..N)
         .map(|i| DirHashRec {
-            hash: rng.next() as u32,
+            hash: rng.next_u64() as u32,
             addr: i,
         })
         .collect();

@@ -8,9 +8,10 @@ use super::super::mem_store::MemStore;
 use super::super::{
     Cursor, LookupMode, Problem, Root, check, count_records, destroy, for_each_record,
 };
-use super::support::{Harness, Model, Rng, TinyDa, TinyLong, TinyShort};
+use super::support::{Harness, Model, TinyDa, TinyLong, TinyShort};
 use crate::fs::error::FsError;
 use crate::fs::format::{BlockKind, endian};
+use crate::rng::SplitMix64;
 
 const OWNER: u64 = 9;
 
@@ -285,7 +286,7 @@ fn null_child_pointer_is_corrupt_naming_the_parent() {
 /// Random damage (a byte or a whole field overwritten, CRC mostly restamped) to a copy of
 /// a deep tree, then a burst of every operation: errors are fine, panics are not.
 fn fuzz<S: Model>(seed: u64, rounds: u32) {
-    let mut rng = Rng::new(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut h = Harness::<S>::new(OWNER);
     let mut c = h.cursor();
     for k in rng.permutation(300) {
@@ -305,7 +306,7 @@ fn fuzz<S: Model>(seed: u64, rounds: u32) {
                 rng.below(b.len() as u64) as usize
             };
             b[off] = if rng.chance(50) {
-                rng.next() as u8
+                rng.next_u64() as u8
             } else {
                 b[off] ^ (1 << rng.below(8))
             };
@@ -318,12 +319,12 @@ fn fuzz<S: Model>(seed: u64, rounds: u32) {
 }
 
 /// Run every kind of operation over a possibly corrupt tree, ignoring errors.
-fn exercise<S: Model>(st: &mut MemStore, root: Root, rng: &mut Rng) {
+fn exercise<S: Model>(st: &mut MemStore, root: Root, rng: &mut SplitMix64) {
     let _ = check::<S>(st, root, OWNER);
     let _ = count_records::<S>(st, root, OWNER);
     let mut c = Cursor::<S>::new(root, OWNER);
     for _ in 0..40 {
-        let k = S::key_of(&S::rec(rng.below(320) as u32, rng.next() as u32));
+        let k = S::key_of(&S::rec(rng.below(320) as u32, rng.next_u64() as u32));
         let _ = match rng.below(6) {
             0 => c.insert(st, &S::rec(rng.below(320) as u32, 1)).map(|_| ()),
             1 => c

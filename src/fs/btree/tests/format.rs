@@ -9,10 +9,11 @@ use super::super::kinds::{
 };
 use super::super::mem_store::MemStore;
 use super::super::{BtreeOp, BtreeSpec, Layout, OpCounts, create, lsn_offset, stat_line};
-use super::support::{Rng, UUID};
+use super::support::UUID;
 use crate::fs::error::FsError;
 use crate::fs::format::{BLOCK_SIZE, BlockKind, Magic, endian};
 use crate::fs::stats::BtreeLine;
+use crate::rng::SplitMix64;
 
 fn round_trip<S: BtreeSpec>(recs: &[S::Rec])
 where
@@ -46,11 +47,11 @@ fn byte_order_is_key_order<S: BtreeSpec>(recs: &[S::Rec]) {
 
 #[test]
 fn free_extent_records_and_keys_round_trip() {
-    let mut rng = Rng::new(41);
+    let mut rng = SplitMix64::new(41);
     let recs: Vec<FreeExtent> = (0..200)
         .map(|_| FreeExtent {
-            start: rng.next() as u32,
-            len: rng.next() as u32,
+            start: rng.next_u64() as u32,
+            len: rng.next_u64() as u32,
         })
         .chain([
             FreeExtent { start: 0, len: 0 },
@@ -77,14 +78,14 @@ fn free_extent_records_and_keys_round_trip() {
 
 #[test]
 fn inode_chunk_records_and_keys_round_trip() {
-    let mut rng = Rng::new(42);
+    let mut rng = SplitMix64::new(42);
     let recs: Vec<InoRec> = (0..200)
         .map(|_| InoRec {
-            startino: rng.next() as u32,
-            holemask: rng.next() as u16,
-            count: rng.next() as u8,
-            freecount: rng.next() as u8,
-            free: rng.next(),
+            startino: rng.next_u64() as u32,
+            holemask: rng.next_u64() as u16,
+            count: rng.next_u64() as u8,
+            freecount: rng.next_u64() as u8,
+            free: rng.next_u64(),
         })
         .collect();
     round_trip::<InoSpec>(&recs);
@@ -104,13 +105,13 @@ fn inode_chunk_records_and_keys_round_trip() {
 
 #[test]
 fn bmbt_records_pack_like_xfs_and_round_trip_at_field_limits() {
-    let mut rng = Rng::new(43);
+    let mut rng = SplitMix64::new(43);
     let mut recs: Vec<BmbtRec> = (0..500)
         .map(|_| {
             BmbtRec::new(
-                rng.next() & BMBT_MAX_STARTOFF,
-                rng.next() & BMBT_MAX_STARTBLOCK,
-                rng.next() as u32 & BMBT_MAX_BLOCKCOUNT,
+                rng.next_u64() & BMBT_MAX_STARTOFF,
+                rng.next_u64() & BMBT_MAX_STARTBLOCK,
+                rng.next_u64() as u32 & BMBT_MAX_BLOCKCOUNT,
                 rng.chance(50),
             )
             .unwrap()
@@ -152,11 +153,11 @@ fn bmbt_records_pack_like_xfs_and_round_trip_at_field_limits() {
 
 #[test]
 fn dir_hash_records_and_keys_round_trip() {
-    let mut rng = Rng::new(44);
+    let mut rng = SplitMix64::new(44);
     let recs: Vec<DirHashRec> = (0..200)
         .map(|_| DirHashRec {
-            hash: rng.next() as u32 % 8, // many duplicate hashes
-            addr: rng.next() as u32,
+            hash: rng.next_u64() as u32 % 8, // many duplicate hashes
+            addr: rng.next_u64() as u32,
         })
         .collect();
     round_trip::<DirHashSpec>(&recs);

@@ -5,13 +5,14 @@
 use super::super::block::SpecGeom;
 use super::super::kinds::{BmbtSpec, BnoSpec, CntSpec, DirHashSpec, FinoSpec, InoSpec};
 use super::super::{BtreeOp, LookupMode};
-use super::support::{Harness, Model, Rng, TinyDa, TinyLong, TinyShort};
+use super::support::{Harness, Model, TinyDa, TinyLong, TinyShort};
+use crate::rng::SplitMix64;
 
 /// Drive `ops` random operations over keys drawn from `0..space`: a growing phase biased
 /// to inserts, then a shrinking phase biased to deletes, then delete whatever is left.
 /// Verifies fully every `every` operations and at the end; returns the harness.
 fn random_ops<S: Model>(seed: u64, ops: u32, space: u32, every: u32) -> Harness<S> {
-    let mut rng = Rng::new(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut h = Harness::<S>::new(7);
     let mut max_level = 0;
     for i in 0..ops {
@@ -20,7 +21,7 @@ fn random_ops<S: Model>(seed: u64, ops: u32, space: u32, every: u32) -> Harness<
         let insert_pct = if growing { 55 } else { 15 };
         let delete_pct = if growing { 15 } else { 55 };
         if roll < insert_pct {
-            let rec = S::rec(rng.below(u64::from(space)) as u32, rng.next() as u32);
+            let rec = S::rec(rng.below(u64::from(space)) as u32, rng.next_u64() as u32);
             h.insert(rec);
         } else if roll < insert_pct + delete_pct {
             if !h.model.is_empty() {
@@ -32,7 +33,7 @@ fn random_ops<S: Model>(seed: u64, ops: u32, space: u32, every: u32) -> Harness<
             if !h.model.is_empty() {
                 let nth = rng.below(h.model.len() as u64) as usize;
                 let k = *h.model.keys().nth(nth).expect("nth < len");
-                h.update(k, rng.next() as u32);
+                h.update(k, rng.next_u64() as u32);
             }
         } else {
             let mode = [LookupMode::Eq, LookupMode::Le, LookupMode::Ge][rng.below(3) as usize];
@@ -133,7 +134,7 @@ fn deep<S: Model>(seed: u64) {
     const BATCH: usize = 4096;
     let g = S::GEOM;
     let n = (g.node_max * g.leaf_max * 11 / 10) as u32;
-    let mut rng = Rng::new(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut h = Harness::<S>::new(3);
     for chunk in rng.permutation(n).chunks(BATCH) {
         let mut c = h.cursor();

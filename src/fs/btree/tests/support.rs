@@ -1,5 +1,5 @@
 //! Test support: tiny instantiations (4 entries per block, so a few hundred records make
-//! deep trees), a deterministic PRNG, and a harness that runs every tree operation in its
+//! deep trees), the crate's seeded PRNG, and a harness that runs every tree operation in its
 //! own transaction against a `BTreeMap` model.
 
 use std::collections::BTreeMap;
@@ -16,46 +16,10 @@ use super::super::{
 };
 use crate::fs::error::FsError;
 use crate::fs::format::{BlockKind, endian};
+use crate::rng::SplitMix64;
 
 /// The filesystem UUID of every test store.
 pub const UUID: [u8; 16] = *b"fslab-btree-test";
-
-/// splitmix64: small, deterministic, good enough to drive random operations.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n`.
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    /// True with probability `pct`%.
-    pub fn chance(&mut self, pct: u64) -> bool {
-        self.below(100) < pct
-    }
-
-    /// `0..n` in random order.
-    pub fn permutation(&mut self, n: u32) -> Vec<u32> {
-        let mut v: Vec<u32> = (0..n).collect();
-        for i in (1..v.len()).rev() {
-            let j = self.below(i as u64 + 1) as usize;
-            v.swap(i, j);
-        }
-        v
-    }
-}
 
 /// Record of the tiny specs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -403,10 +367,10 @@ impl<S: Model> Harness<S> {
     }
 
     /// A random key drawn around the model's key space.
-    pub fn key(rng: &mut Rng, space: u32) -> S::Key {
+    pub fn key(rng: &mut SplitMix64, space: u32) -> S::Key {
         S::key_of(&S::rec(
             rng.below(u64::from(space)) as u32,
-            rng.next() as u32,
+            rng.next_u64() as u32,
         ))
     }
 }

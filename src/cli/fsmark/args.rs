@@ -1,4 +1,5 @@
-//! fs_mark's command line, as a clap parser the binary (and later, other front ends) use.
+//! fs_mark's command line, as a clap parser, validated into the engine's [`Config`] and the
+//! report's [`ReportOptions`].
 //!
 //! The short options are fs_mark's (`-h -k -F -v -S -D -N -d -l -L -n -p -r -s -t -w`), with
 //! values attached or separate (`-S4`, `-S 4`) and the last of a repeated option winning, as
@@ -9,6 +10,10 @@
 //!   binary size suffixes (`4k`);
 //! - `-n 0`, `-w 0`, `-r` over 128 and `-N` without `-D` are refused (fs_mark divides by zero,
 //!   loops forever, overflows a buffer, or silently uses a directory named `00`);
+//! - `-t 0` is refused (fs_mark quietly runs one thread per directory), and so are names it
+//!   cannot make sensibly: `-r` over `-p` (its header then counts negative time-stamp bytes)
+//!   and `-r 0` (every name made in the same second is the same: files are silently reused
+//!   and the unlink pass fails);
 //! - more than 64 `-d` is refused at 65, not 66; `-d` paths have no length limit;
 //! - `-h` prints help to stdout and exits 0 (fs_mark: usage to stderr, exit 1); usage errors
 //!   exit 2, run failures 1.
@@ -17,15 +22,17 @@
 
 use std::path::PathBuf;
 
-use clap::{ArgAction, CommandFactory, Parser};
+use clap::{ArgAction, Parser};
 
-use super::config::{
+use crate::cli::backend_args::BackendArgs;
+use crate::cli::observe::ObserveArgs;
+use crate::cli::tool::SharedArgs;
+use crate::report::fsmark::ReportOptions;
+use crate::units::parse_size;
+use crate::workload::fsmark::config::{
     Config, ConfigError, DEFAULT_LOG_FILE, MAX_FILES, MAX_IO_SIZE, MAX_NAME_LEN, MAX_THREADS,
     SECS_PER_SUBDIR, SubdirPolicy, SyncMethod,
 };
-use crate::cli::observe::ObserveArgs;
-use crate::cli::target_args::TargetArgs;
-use crate::units::parse_size;
 
 const AFTER_HELP: &str = "\
 Sync methods (-S):
@@ -58,7 +65,9 @@ stderr; --trace records tracepoints (--trace list shows them).
 
 -F stops cleanly with the summary once the free-space check fails (fs_mark exits with an
 error there). Differences from fs_mark: -h/--help exit 0 (fs_mark exits 1); garbage numbers,
--n 0, -w 0 and -N without -D are refused; usage errors exit 2, run failures exit 1.";
+-n 0, -w 0, -t 0, -r 0, -r over -p and -N without -D are refused; usage errors exit 2, run
+failures exit 1. Ctrl-C stops after the file in hand, unlinks what the iteration made (unless
+files are kept) and prints that iteration's row and the summary; a second Ctrl-C exits 130.";
 
 fn parse_number(s: &str) -> Result<u32, String> {
     s.parse::<u32>()
@@ -163,42 +172,21 @@ pub struct FsmarkArgs {
 
     /// Which filesystem the run uses (labfs by default).
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub backend: BackendArgs,
 
     /// Tracing and XFS statistics.
     #[command(flatten)]
     pub observe: ObserveArgs,
 }
 
-/// One line for a command-line error: clap's first line, with options named the way fs_mark
-/// users type them (`-n`, not `--num-files <NUM>`), without clap's `error: ` prefix.
-pub fn usage_error_line(err: &clap::Error) -> String {
-    let text = err.to_string();
-    let first = text.lines().next().unwrap_or("bad command line");
-    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
-    for arg in FsmarkArgs::command().get_arguments() {
-        if let (Some(short), Some(long)) = (arg.get_short(), arg.get_long()) {
-            if let Some(names) = arg.get_value_names() {
-                let shown: Vec<String> = names.iter().map(|n| format!("<{n}>")).collect();
-                let clap_form = format!("--{long} {}", shown.join(" "));
-                line = line.replace(&clap_form, &format!("-{short}"));
-            }
-        }
+impl SharedArgs for FsmarkArgs {
+    fn backend(&self) -> &BackendArgs {
+        &self.backend
     }
-    line
-}
 
-/// How the run is reported (everything in the arguments that is not the engine's business).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReportOptions {
-    /// `-v`.
-    pub verbose: bool,
-    /// `-l`.
-    pub log_file: PathBuf,
-    /// `--json`.
-    pub json: Option<PathBuf>,
-    /// `--latency`.
-    pub latency_table: bool,
+    fn observe(&self) -> &ObserveArgs {
+        &self.observe
+    }
 }
 
 impl FsmarkArgs {
@@ -225,10 +213,22 @@ impl FsmarkArgs {
         if self.rand_len > MAX_NAME_LEN {
             return Err(ConfigError::RandomTooLong(self.rand_len));
         }
+        if self.rand_len > self.name_len {
+            return Err(ConfigError::RandomLongerThanName {
+                name: self.name_len,
+                rand: self.rand_len,
+            });
+        }
+        if self.rand_len == 0 {
+            return Err(ConfigError::NoRandomBytes);
+        }
         let sync = SyncMethod::from_number(self.sync_method)
             .ok_or(ConfigError::BadSyncMethod(self.sync_method))?;
         if self.threads > MAX_THREADS {
             return Err(ConfigError::TooManyThreads(self.threads));
+        }
+        if self.threads == 0 {
+            return Err(ConfigError::NoThreads);
         }
         if self.io_size > MAX_IO_SIZE {
             return Err(ConfigError::IoSizeTooLarge(self.io_size));
@@ -376,7 +376,30 @@ mod tests {
     #[test]
     fn more_dirs_than_threads_raises_the_thread_count() {
         assert_eq!(config(&["-d", "a", "-d", "b", "-d", "c"]).threads, 3);
-        assert_eq!(config(&["-d", "a", "-t", "0"]).threads, 1);
+        assert_eq!(config(&["-d", "a", "-d", "b", "-t", "1"]).threads, 2);
+    }
+
+    #[test]
+    fn values_fs_mark_cannot_use_sensibly_are_refused() {
+        let err = |a: &[&str]| parse(a).unwrap_err();
+        assert_eq!(err(&["-d", "a", "-t", "0"]), ConfigError::NoThreads);
+        assert_eq!(
+            err(&["-d", "a", "-p", "0"]),
+            ConfigError::RandomLongerThanName { name: 0, rand: 24 }
+        );
+        assert_eq!(
+            err(&["-d", "a", "-p", "10", "-r", "11"]),
+            ConfigError::RandomLongerThanName { name: 10, rand: 11 }
+        );
+        assert_eq!(err(&["-d", "a", "-r", "0"]), ConfigError::NoRandomBytes);
+        assert!(
+            err(&["-d", "a", "-p", "0"])
+                .to_string()
+                .starts_with("-p 0 -r 24: ")
+        );
+        // The edges that are fine: all random, and one random byte.
+        assert_eq!(config(&["-d", "a", "-p", "128", "-r", "128"]).rand_len, 128);
+        assert_eq!(config(&["-d", "a", "-r", "1"]).rand_len, 1);
     }
 
     #[test]
@@ -420,6 +443,7 @@ mod tests {
 
     #[test]
     fn garbage_numbers_are_refused_naming_the_option() {
+        let usage_error_line = crate::cli::tool::usage_error_line::<FsmarkArgs>;
         let e = FsmarkArgs::try_parse_from(["fsmark", "-d", "a", "-n", "abc"]).unwrap_err();
         let line = usage_error_line(&e);
         assert!(line.starts_with("invalid value 'abc' for '-n'"), "{line}");
