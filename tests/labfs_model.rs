@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use fslab::backend::FileKind;
@@ -17,80 +16,7 @@ use fslab::fs::vfs::Owner;
 use fslab::rng::SplitMix64;
 
 use common::image;
-
-#[derive(Debug, Clone, PartialEq)]
-enum Node {
-    Dir,
-    /// A file: the id of its data in `Model::files` (hard links share it).
-    File(usize),
-    /// A symbolic link and its target.
-    Symlink(Vec<u8>),
-}
-
-#[derive(Default)]
-struct Model {
-    tree: BTreeMap<Vec<u8>, Node>,
-    files: Vec<Vec<u8>>,
-}
-
-impl Model {
-    fn new() -> Model {
-        let mut m = Model::default();
-        m.tree.insert(b"/".to_vec(), Node::Dir);
-        m
-    }
-    fn children(&self, dir: &[u8]) -> Vec<Vec<u8>> {
-        let prefix = if dir == b"/" {
-            b"/".to_vec()
-        } else {
-            [dir, b"/"].concat()
-        };
-        self.tree
-            .keys()
-            .filter(|k| {
-                k.starts_with(&prefix)
-                    && k.len() > prefix.len()
-                    && !k[prefix.len()..].contains(&b'/')
-            })
-            .cloned()
-            .collect()
-    }
-    fn dirs(&self) -> Vec<Vec<u8>> {
-        self.tree
-            .iter()
-            .filter(|(_, n)| **n == Node::Dir)
-            .map(|(k, _)| k.clone())
-            .collect()
-    }
-}
-
-fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
-    if dir == b"/" {
-        [b"/", name].concat()
-    } else {
-        [dir, b"/", name].concat()
-    }
-}
-
-fn split(path: &[u8]) -> (&[u8], &[u8]) {
-    let i = path.iter().rposition(|&c| c == b'/').expect("absolute");
-    (if i == 0 { b"/" } else { &path[..i] }, &path[i + 1..])
-}
-
-/// Names for a run: a few short ones (small, shortform directories) or many long ones, so
-/// directories grow through the block, leaf and node forms and shrink back.
-fn names(many: bool) -> Vec<Vec<u8>> {
-    if many {
-        (0..400u32)
-            .map(|i| format!("{i:03}-{}", "x".repeat((i as usize * 7) % 90)).into_bytes())
-            .collect()
-    } else {
-        [&b"a"[..], b"b", b"c", b"dd", b"eee", b"f0"]
-            .iter()
-            .map(|n| n.to_vec())
-            .collect()
-    }
-}
+use common::model::{Model, Node, join, link_target, names, split};
 
 fn read_all(fs: &Fs, path: &[u8]) -> Vec<u8> {
     let ip = fs.lookup_path(path).unwrap();
@@ -153,6 +79,11 @@ fn compare_all(fs: &Fs, m: &Model) {
     assert!(r.is_clean(), "fsck: {:#?}", r.findings);
 }
 
+/// labfs's answer as the errno a kernel would give.
+fn outcome<T>(r: Result<T, FsError>) -> Result<T, nix::errno::Errno> {
+    r.map_err(|e| e.errno())
+}
+
 /// One random step on both; returns the paths it touched.
 fn step(fs: &Fs, m: &mut Model, rng: &mut SplitMix64, names: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let dirs = m.dirs();
@@ -160,14 +91,18 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut SplitMix64, names: &[Vec<u8>]) -> Vec<
     let name = names[rng.below(names.len() as u64) as usize].as_slice();
     let path = join(&dir, name);
     let dip = fs.lookup_path(&dir).unwrap();
+    let what = |op: &str| format!("{op} {}", String::from_utf8_lossy(&path));
     match rng.below(10) {
         0 => {
-            let r = fs.mkdir(&dip, name, 0o755);
-            if m.tree.contains_key(&path) {
-                assert_eq!(r.err(), Some(FsError::Exists));
-            } else {
-                r.unwrap();
-                m.tree.insert(path.clone(), Node::Dir);
+            let r = outcome(fs.mkdir(&dip, name, 0o755));
+            assert_eq!(
+                r.as_ref().map(drop).map_err(|e| *e),
+                m.create_outcome(&path),
+                "{}",
+                what("mkdir")
+            );
+            if r.is_ok() {
+                m.insert(path.clone(), Node::Dir);
             }
         }
         1 | 2 => {
@@ -193,20 +128,7 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut SplitMix64, names: &[Vec<u8>]) -> Vec<
                     let (ip, created) = fs.create(&dip, name, 0o644, false).unwrap();
                     assert_eq!(created, existing.is_none());
                     fs.write(&ip, off, &vec![byte; len]).unwrap();
-                    let id = match existing {
-                        Some(Node::File(id)) => id,
-                        _ => {
-                            m.files.push(Vec::new());
-                            m.tree.insert(path.clone(), Node::File(m.files.len() - 1));
-                            m.files.len() - 1
-                        }
-                    };
-                    let data = &mut m.files[id];
-                    let end = off as usize + len;
-                    if data.len() < end {
-                        data.resize(end, 0);
-                    }
-                    data[off as usize..end].fill(byte);
+                    m.write(&path, off as usize, len, byte);
                 }
             }
         }
@@ -219,30 +141,17 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut SplitMix64, names: &[Vec<u8>]) -> Vec<
             }
         }
         4 => {
-            let r = fs.unlink(&dip, name);
-            match m.tree.get(&path) {
-                None => assert_eq!(r.err(), Some(FsError::NotFound)),
-                Some(Node::Dir) => assert_eq!(r.err(), Some(FsError::IsDir)),
-                Some(Node::File(_) | Node::Symlink(_)) => {
-                    r.unwrap();
-                    m.tree.remove(&path);
-                }
+            let r = outcome(fs.unlink(&dip, name));
+            assert_eq!(r, m.unlink_outcome(&path), "{}", what("unlink"));
+            if r.is_ok() {
+                m.remove(&path);
             }
         }
         5 => {
-            let r = fs.rmdir(&dip, name);
-            match m.tree.get(&path) {
-                None => assert_eq!(r.err(), Some(FsError::NotFound)),
-                Some(Node::File(_) | Node::Symlink(_)) => {
-                    assert_eq!(r.err(), Some(FsError::NotDir))
-                }
-                Some(Node::Dir) if !m.children(&path).is_empty() => {
-                    assert_eq!(r.err(), Some(FsError::NotEmpty))
-                }
-                Some(Node::Dir) => {
-                    r.unwrap();
-                    m.tree.remove(&path);
-                }
+            let r = outcome(fs.rmdir(&dip, name));
+            assert_eq!(r, m.rmdir_outcome(&path), "{}", what("rmdir"));
+            if r.is_ok() {
+                m.remove(&path);
             }
         }
         6 | 7 => {
@@ -251,55 +160,17 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut SplitMix64, names: &[Vec<u8>]) -> Vec<
             let dname = names[rng.below(names.len() as u64) as usize].as_slice();
             let dpath = join(&ddir, dname);
             let ddip = fs.lookup_path(&ddir).unwrap();
-            let r = fs.rename(&dip, name, &ddip, dname);
-            let src = m.tree.get(&path).cloned();
-            let dst = m.tree.get(&dpath).cloned();
-            let into_self = dpath.starts_with(&path)
-                && (dpath.len() == path.len() || dpath[path.len()] == b'/');
-            let expect: Result<(), FsError> = match (&src, &dst) {
-                (None, _) => Err(FsError::NotFound),
-                _ if path == dpath => Ok(()),
-                (Some(Node::Dir), _) if into_self => {
-                    Err(FsError::Invalid("cannot move a directory into itself"))
-                }
-                (Some(Node::Dir), Some(Node::File(_) | Node::Symlink(_))) => Err(FsError::NotDir),
-                (Some(Node::File(_) | Node::Symlink(_)), Some(Node::Dir)) => Err(FsError::IsDir),
-                (Some(Node::Dir), Some(Node::Dir)) if !m.children(&dpath).is_empty() => {
-                    Err(FsError::NotEmpty)
-                }
-                (Some(Node::File(a)), Some(Node::File(b))) if a == b => Ok(()),
-                _ => Ok(()),
-            };
-            match expect {
-                Err(e) => assert_eq!(
-                    r.err(),
-                    Some(e),
-                    "rename {} -> {}",
-                    String::from_utf8_lossy(&path),
-                    String::from_utf8_lossy(&dpath)
-                ),
-                Ok(()) => {
-                    r.unwrap();
-                    let same_inode = matches!((&src, &dst), (Some(Node::File(a)), Some(Node::File(b))) if a == b);
-                    if path != dpath && !same_inode {
-                        // Move the subtree.
-                        let moved: Vec<(Vec<u8>, Node)> = m
-                            .tree
-                            .iter()
-                            .filter(|(k, _)| {
-                                *k == &path || k.starts_with(&[path.as_slice(), b"/"].concat())
-                            })
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect();
-                        m.tree.remove(&dpath);
-                        for (k, v) in moved {
-                            m.tree.remove(&k);
-                            m.tree
-                                .insert([dpath.as_slice(), &k[path.len()..]].concat(), v);
-                        }
-                    }
-                    return vec![path, dpath, dir, ddir];
-                }
+            let r = outcome(fs.rename(&dip, name, &ddip, dname));
+            assert_eq!(
+                r,
+                m.rename_outcome(&path, &dpath),
+                "rename {} -> {}",
+                String::from_utf8_lossy(&path),
+                String::from_utf8_lossy(&dpath)
+            );
+            if r.is_ok() {
+                m.rename(&path, &dpath);
+                return vec![path, dpath, dir, ddir];
             }
             return vec![path, dpath];
         }
@@ -310,40 +181,30 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut SplitMix64, names: &[Vec<u8>]) -> Vec<
             } else {
                 rng.below(1024 - 337) + 337
             } as usize;
-            let shift = rng.below(26) as usize;
-            let target: Vec<u8> = (0..len).map(|i| b'a' + ((i + shift) % 26) as u8).collect();
-            let r = fs.symlink(&dip, name, &target, Owner::default());
-            if m.tree.contains_key(&path) {
-                assert_eq!(r.err(), Some(FsError::Exists));
-            } else {
-                r.unwrap();
-                m.tree.insert(path.clone(), Node::Symlink(target));
+            let target = link_target(len, rng.below(26) as usize);
+            let r = outcome(fs.symlink(&dip, name, &target, Owner::default()));
+            assert_eq!(
+                r.as_ref().map(drop).map_err(|e| *e),
+                m.create_outcome(&path),
+                "{}",
+                what("symlink")
+            );
+            if r.is_ok() {
+                m.insert(path.clone(), Node::Symlink(target));
             }
         }
         _ => {
             // Hard link an existing file under another name.
-            let files: Vec<(Vec<u8>, usize)> = m
-                .tree
-                .iter()
-                .filter_map(|(k, v)| {
-                    if let Node::File(id) = v {
-                        Some((k.clone(), *id))
-                    } else {
-                        None
-                    }
-                })
-                .collect();
+            let files = m.files_by_name();
             if files.is_empty() {
                 return vec![];
             }
             let (src, id) = files[rng.below(files.len() as u64) as usize].clone();
             let ip = fs.lookup_path(&src).unwrap();
-            let r = fs.link(&ip, &dip, name);
-            if m.tree.contains_key(&path) {
-                assert_eq!(r.err(), Some(FsError::Exists));
-            } else {
-                r.unwrap();
-                m.tree.insert(path.clone(), Node::File(id));
+            let r = outcome(fs.link(&ip, &dip, name));
+            assert_eq!(r, m.create_outcome(&path), "{}", what("link"));
+            if r.is_ok() {
+                m.insert(path.clone(), Node::File(id));
             }
         }
     }

@@ -463,6 +463,14 @@ impl Fs {
             if src_is_dir && sdir.ino != ddir.ino && self.is_ancestor(src.ino, ddir)? {
                 return Err(FsError::Invalid("cannot move a directory into itself"));
             }
+            // Over one of the source's own ancestors: ENOTEMPTY before any type check, as
+            // the kernel's rename trap says (the ancestor holds the source, so it is not
+            // empty).
+            if let Some(d) = &dst {
+                if InodeRead::lock(Arc::clone(d)).is_dir() && self.is_ancestor(d.ino, sdir)? {
+                    return Err(FsError::NotEmpty);
+                }
+            }
             let mut set: Vec<&Arc<Inode>> = vec![sdir, ddir, &src];
             if let Some(d) = &dst {
                 set.push(d);

@@ -7,6 +7,7 @@
 //! - [`dirs`]: directory helpers (a directory full of files, its form, where its blocks are).
 //! - [`xfs`]: the host kernel's XFS: its statistics file and a loop-mounted XFS image.
 //! - [`fuse`]: labfs mounted through FUSE in the test process.
+//! - [`model`]: the model filesystem of the model-based random tests.
 //! - Random inputs come from the crate's one seeded generator, [`fslab::rng::SplitMix64`]:
 //!   a failing seed replays exactly.
 //!
@@ -38,4 +39,5 @@
 pub mod dirs;
 pub mod fuse;
 pub mod image;
+pub mod model;
 pub mod xfs;
