@@ -10,7 +10,10 @@
 //! - on labfs, the mount's own counters are cleared (kernel semantics: all but vnodes\[0\]);
 //! - on the host, clearing the kernel's counters needs root, so it happens only with
 //!   `--stats-clear`; otherwise fslab reads them before and after and prints the difference,
-//!   which is the same figure without the privilege.
+//!   which is the same figure without the privilege;
+//! - on the host inside a labfs FUSE mount (`labfs mount`), that mount's own counters, read
+//!   from `MOUNTPOINT/.labfs/stats/stats` and cleared by writing 1 to `stats_clear` (the
+//!   mount's counters, so no privilege is needed).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,7 +23,9 @@ use thiserror::Error;
 
 use crate::backend::open::StatsSource;
 use crate::fs::stats::decode::{StatDiff, StatFile};
-use crate::fs::stats::host::{HostStatsError, clear_host_stats, read_host_stats};
+use crate::fs::stats::host::{
+    HostStatsError, clear_host_stats, clear_stats_at, read_host_stats, read_stats_from,
+};
 use crate::report::output::{OutputError, OutputFile};
 use crate::trace::TraceError;
 use crate::trace::registry::{self, EventSet};
@@ -254,6 +259,8 @@ impl Observer {
                 StatsSource::Lab(m) => m.mount().clear(),
                 StatsSource::Host if args.stats_clear => clear_host_stats()?,
                 StatsSource::Host => {}
+                // The mount's own counters: clearing them needs no privilege.
+                StatsSource::Files(dir) => clear_stats_at(&dir.join("stats_clear"))?,
             }
             let now = obs.read()?;
             obs.last = Some(now.clone());
@@ -280,6 +287,7 @@ impl Observer {
         Ok(match &self.source {
             StatsSource::Lab(m) => StatFile::from(&m.mount().snapshot()),
             StatsSource::Host => read_host_stats()?,
+            StatsSource::Files(dir) => read_stats_from(&dir.join("stats"))?,
         })
     }
 

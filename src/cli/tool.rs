@@ -132,7 +132,7 @@ use super::observe::{
     ObserveArgs, ObserveArgsError, ObserveError, Observer, decode_files, event_list,
 };
 use crate::backend::TargetError;
-use crate::backend::open::{OpenError, OpenedBackend, ParentsError, open};
+use crate::backend::open::{OpenError, OpenedBackend, ParentsError, StatsSource, open};
 use crate::report::output::OutputError;
 
 /// A binary's arguments carry the shared flag groups (flattened [`BackendArgs`] and
@@ -399,8 +399,16 @@ pub fn execute<C: Command>(args: C::Args, argv: Vec<String>) -> Ended<C::UsageEr
         .create_parents(&command.work_dirs())
         .map_err(ToolError::Parents)
         .and_then(|()| {
-            Observer::start(&observe, backend.stats_source(), observe_outputs)
-                .map_err(ToolError::Observe)
+            // A host run inside a labfs FUSE mount reads that mount's statistics files.
+            let source = match backend.stats_source() {
+                StatsSource::Host => command
+                    .work_dirs()
+                    .first()
+                    .and_then(|d| crate::fuse::stats_dir_of(d))
+                    .map_or(StatsSource::Host, StatsSource::Files),
+                other => other,
+            };
+            Observer::start(&observe, source, observe_outputs).map_err(ToolError::Observe)
         });
     match started {
         Err(e) => ended.errors.push(e),

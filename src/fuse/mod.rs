@@ -290,3 +290,88 @@ pub fn run_foreground(
     })?;
     final_outcome(&outcome, mountpoint)
 }
+
+/// The mount point containing `path`, from `/proc/self/mountinfo` (the longest mount point
+/// that is `path` or one of its ancestors) and its filesystem type. `path` need not exist:
+/// its nearest existing ancestor decides.
+fn mount_of(path: &Path) -> Option<(PathBuf, String)> {
+    let existing = path.ancestors().find(|p| p.exists())?;
+    let real = existing.canonicalize().ok()?;
+    let table = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    table
+        .lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let mountpoint = unescape_mountinfo(left.split(' ').nth(4)?);
+            let fstype = right.split(' ').next()?.to_string();
+            real.starts_with(&mountpoint)
+                .then_some((PathBuf::from(mountpoint), fstype))
+        })
+        .max_by_key(|(mp, _)| mp.as_os_str().len())
+}
+
+/// mountinfo escapes space, tab, newline and backslash as `\ooo` octal.
+fn unescape_mountinfo(field: &str) -> String {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// If `path` is inside a labfs FUSE mount, that mount's statistics directory
+/// (`MOUNTPOINT/.labfs/stats`): what a host run there reads its XFS statistics from.
+pub fn stats_dir_of(path: &Path) -> Option<PathBuf> {
+    let (mountpoint, fstype) = mount_of(path)?;
+    (fstype == FSTYPE).then(|| mountpoint.join(control::CONTROL_DIR).join("stats"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fuse_options_are_taken_out_and_the_rest_left_for_labfs() {
+        let (o, rest) = FuseOptions::split("cksum=split,allow_other,threads=3,agcount=2").unwrap();
+        assert!(o.allow_other && !o.direct_io);
+        assert_eq!(o.threads, 3);
+        assert_eq!(rest, "cksum=split,agcount=2");
+        let (o, rest) = FuseOptions::split("").unwrap();
+        assert_eq!((o, rest), (FuseOptions::default(), String::new()));
+        for bad in ["threads=0", "threads=x", "allow_other=1", "direct_io=yes"] {
+            let e = FuseOptions::split(bad).unwrap_err();
+            assert_eq!(e.option, bad);
+        }
+    }
+
+    #[test]
+    fn mountinfo_escapes_are_undone() {
+        assert_eq!(unescape_mountinfo(r"/mnt/a\040b\134c"), r"/mnt/a b\c");
+        assert_eq!(unescape_mountinfo("/plain"), "/plain");
+        assert_eq!(unescape_mountinfo(r"/odd\04"), r"/odd\04");
+    }
+
+    #[test]
+    fn a_path_outside_labfs_mounts_has_no_stats_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(stats_dir_of(&dir.path().join("not/yet/made")), None);
+        assert!(
+            mount_of(dir.path()).is_some(),
+            "every path is on some mount"
+        );
+    }
+}
