@@ -114,7 +114,9 @@ impl FuseOptions {
         let mut c = Config::default();
         c.mount_options = vec![
             MountOption::FSName(source.to_string()),
-            MountOption::Subtype("labfs".into()),
+            // As a kernel option, so a direct mount(2) by root is typed `fuse.labfs` too
+            // (fuser passes `Subtype` only to fusermount3).
+            MountOption::CUSTOM("subtype=labfs".into()),
             MountOption::DefaultPermissions,
             MountOption::NoDev,
             MountOption::NoSuid,
