@@ -7,6 +7,7 @@
 //! - [`observe`]: `--trace*` and `--stats*`, and the [`observe::Observer`] they configure.
 //! - [`interrupt`]: the two-stage Ctrl-C.
 //! - [`fsmark`]: fs_mark's command line and the fsmark command.
+//! - [`mount`]: `labfs mount` and `labfs umount` (labfs through FUSE).
 //!
 //! Engines (in [`crate::workload`]) never see clap: each command here turns its arguments into
 //! the engine's plain configuration.
@@ -14,6 +15,7 @@
 pub mod backend_args;
 pub mod fsmark;
 pub mod interrupt;
+pub mod mount;
 pub mod observe;
 pub mod tool;
 

@@ -335,11 +335,16 @@ fn unescape_mountinfo(field: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The mount point of the labfs FUSE mount `path` is in, if it is in one.
+pub fn labfs_mountpoint_of(path: &Path) -> Option<PathBuf> {
+    let (mountpoint, fstype) = mount_of(path)?;
+    (fstype == FSTYPE).then_some(mountpoint)
+}
+
 /// If `path` is inside a labfs FUSE mount, that mount's statistics directory
 /// (`MOUNTPOINT/.labfs/stats`): what a host run there reads its XFS statistics from.
 pub fn stats_dir_of(path: &Path) -> Option<PathBuf> {
-    let (mountpoint, fstype) = mount_of(path)?;
-    (fstype == FSTYPE).then(|| mountpoint.join(control::CONTROL_DIR).join("stats"))
+    labfs_mountpoint_of(path).map(|mp| mp.join(control::CONTROL_DIR).join("stats"))
 }
 
 #[cfg(test)]
