@@ -21,7 +21,7 @@
 //! | 56 | bytes | target | the target, not NUL-terminated |
 //!
 //! A link's target never changes, so nothing here rewrites a remote block; freeing the link
-//! invalidates its buffer ([`forget_remote`]) so a cached copy is never written over the
+//! invalidates its buffer (`forget_remote`) so a cached copy is never written over the
 //! block's next owner.
 
 use crate::fs::Fs;
