@@ -74,9 +74,12 @@ pub(crate) fn drop_cache(fs: &Fs, cache: &FileCache) {
 }
 
 /// File data operations apply to regular files only: a directory is `IsDir`, anything else
-/// (a symbolic link) `Invalid`, as the kernel refuses to write or truncate them.
+/// (a symbolic link) `Invalid`, as the kernel refuses to write or truncate them; an inode
+/// freed under a caller that held it without opening it (mode 0) is `NotFound`.
 fn regular_only(core: &crate::fs::inode::InodeCore) -> FsResult<()> {
-    if core.is_dir() {
+    if core.di.mode == 0 {
+        Err(FsError::NotFound)
+    } else if core.is_dir() {
         Err(FsError::IsDir)
     } else if !core.is_reg() {
         Err(FsError::Invalid("not a regular file"))
