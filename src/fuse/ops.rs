@@ -130,12 +130,12 @@ pub struct LabFuse {
     root: Arc<Inode>,
     nodes: NodeTable,
     handles: Mutex<Handles>,
-    trace: Mutex<TraceCtl>,
+    trace: Arc<Mutex<TraceCtl>>,
     /// Owner of the control files: the user who mounted.
     owner: Owner,
     mounted_at: SystemTime,
     direct_io: bool,
-    stopping: AtomicBool,
+    stopping: Arc<AtomicBool>,
     outcome: Outcome,
 }
 
@@ -220,6 +220,40 @@ fn signal_pending(tid: u32) -> bool {
     pending & !(field("SigBlk:") | field("SigIgn:")) != 0
 }
 
+/// A `trace_pipe` read: what was taken earlier, else what the rings hold, else (when
+/// `block`) wait for records, returning `EINTR` when the reader is signalled; `EAGAIN` when
+/// there is nothing and it must not wait.
+fn read_pipe(
+    trace: &Mutex<TraceCtl>,
+    stopping: &AtomicBool,
+    content: &Mutex<Vec<u8>>,
+    size: usize,
+    block: Option<u32>,
+) -> Result<Vec<u8>, Errno> {
+    loop {
+        {
+            let mut pending = content.lock();
+            if pending.is_empty() {
+                *pending = trace.lock().drain().map_err(|e| nix_errno(e.errno()))?;
+            }
+            if !pending.is_empty() {
+                let n = size.min(pending.len());
+                return Ok(pending.drain(..n).collect());
+            }
+        }
+        let Some(tid) = block else {
+            return Err(Errno::EAGAIN);
+        };
+        if stopping.load(Ordering::Acquire) {
+            return Ok(Vec::new());
+        }
+        if signal_pending(tid) {
+            return Err(Errno::EINTR);
+        }
+        std::thread::sleep(PIPE_POLL);
+    }
+}
+
 impl LabFuse {
     /// Serve `fs` (mounted, and unmounted by this when the connection ends: the result goes
     /// to `outcome`). `direct_io` makes every open bypass the kernel's page cache.
@@ -230,14 +264,14 @@ impl LabFuse {
             root,
             nodes: NodeTable::new(),
             handles: Mutex::new(Handles::default()),
-            trace: Mutex::new(TraceCtl::default()),
+            trace: Arc::new(Mutex::new(TraceCtl::default())),
             owner: Owner {
                 uid: nix::unistd::geteuid().as_raw(),
                 gid: nix::unistd::getegid().as_raw(),
             },
             mounted_at: SystemTime::now(),
             direct_io,
-            stopping: AtomicBool::new(false),
+            stopping: Arc::new(AtomicBool::new(false)),
             outcome,
         })
     }
@@ -419,43 +453,6 @@ impl LabFuse {
             | CtlNode::EventEnable(_)
             | CtlNode::EventTrigger(_) => (true, true),
             _ => (true, false),
-        }
-    }
-
-    /// A `trace_pipe` read: what was taken earlier, else what the rings hold, else wait for
-    /// records (returning `EINTR` when the reader is signalled, `EAGAIN` if non-blocking).
-    fn read_pipe(
-        &self,
-        content: &Mutex<Vec<u8>>,
-        nonblock: bool,
-        size: usize,
-        tid: u32,
-    ) -> Result<Vec<u8>, Errno> {
-        loop {
-            {
-                let mut pending = content.lock();
-                if pending.is_empty() {
-                    *pending = self
-                        .trace
-                        .lock()
-                        .drain()
-                        .map_err(|e| nix_errno(e.errno()))?;
-                }
-                if !pending.is_empty() {
-                    let n = size.min(pending.len());
-                    return Ok(pending.drain(..n).collect());
-                }
-            }
-            if nonblock {
-                return Err(Errno::EAGAIN);
-            }
-            if self.stopping.load(Ordering::Acquire) {
-                return Ok(Vec::new());
-            }
-            if signal_pending(tid) {
-                return Err(Errno::EINTR);
-            }
-            std::thread::sleep(PIPE_POLL);
         }
     }
 
@@ -904,10 +901,35 @@ impl Filesystem for LabFuse {
                 node: CtlNode::TracePipe,
                 content,
                 nonblock,
-            } => match self.read_pipe(content, *nonblock, size as usize, req.pid()) {
-                Ok(v) => reply.data(&v),
-                Err(e) => reply.error(e),
-            },
+            } => {
+                let size = size as usize;
+                match read_pipe(&self.trace, &self.stopping, content, size, None) {
+                    Ok(v) => reply.data(&v),
+                    Err(e) if e != Errno::EAGAIN || *nonblock => reply.error(e),
+                    // Nothing yet: wait on a thread of its own, so a reader blocked in
+                    // trace_pipe never holds one of the threads serving the mount (which
+                    // must stay free to do the work that makes the records).
+                    Err(_) => {
+                        let (trace, stopping) =
+                            (Arc::clone(&self.trace), Arc::clone(&self.stopping));
+                        let tid = req.pid();
+                        let waiter = std::thread::Builder::new()
+                            .name("labfs-trace-pipe".into())
+                            .spawn(move || {
+                                let Handle::Ctl { content, .. } = &*h else {
+                                    return reply.error(Errno::EBADF);
+                                };
+                                match read_pipe(&trace, &stopping, content, size, Some(tid)) {
+                                    Ok(v) => reply.data(&v),
+                                    Err(e) => reply.error(e),
+                                }
+                            });
+                        // If no thread could be started, the reply dropped with the closure
+                        // answers EIO.
+                        drop(waiter);
+                    }
+                }
+            }
             Handle::Ctl { content, .. } => {
                 let c = content.lock();
                 let start = (offset as usize).min(c.len());
