@@ -4,9 +4,10 @@
 //! (layers and data flow), `format.md` (labfs on disk, byte by byte), `locking.md`,
 //! `invariants.md` (and their test oracles), `tools.md`.
 //!
-//! - [`cli`]: flags every binary shares, unit parsers, exit codes.
-//! - [`backend`]: the [`backend::Target`] trait, the VFS-like surface a workload sees, and its
-//!   implementations (host system calls; labfs).
+//! - [`cli`]: the binaries' layer: each flag defined once, each tool's command, and the tool
+//!   skeleton ([`cli::tool`]) every binary's `main` runs through.
+//! - [`backend`]: the [`backend::Target`] trait, the VFS-like surface a workload sees, its
+//!   implementations (host system calls; labfs), and opening either from a plain config.
 //! - [`workload`]: the workload engines (fs_mark loop, ...), written once, target-agnostic.
 //! - [`report`]: output layers, one per format users already parse.
 //! - [`trace`]: tracepoints and their sinks (ftrace text, JSON lines, counts, histograms).

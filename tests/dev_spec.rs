@@ -19,13 +19,13 @@ fn specs_print_canonically_and_parse_back_to_the_same_value() {
         ("mem", "mem:1g"),
         (" mem:1GiB ", "mem:1g"),
         ("mem:1.5g", "mem:1536m"),
-        ("mem:4608", "mem:4608"),
+        ("mem:1049088", "mem:1049088"),
         (
             "mem:4g,lat=20us,bw=2g,flush=100us",
             "mem:4g,lat=20us,bw=2g,flush=100us",
         ),
         ("mem,bw=2g/s,flush=0.5ms", "mem:1g,bw=2g,flush=500us"),
-        ("mem:512k,flush=2ms,lat=0", "mem:512k,flush=2ms"),
+        ("mem:1536k,flush=2ms,lat=0", "mem:1536k,flush=2ms"),
         (
             "file:/var/tmp/lab.img,size=8g",
             "file:/var/tmp/lab.img,size=8g",
@@ -98,7 +98,7 @@ fn parsed_values_are_the_ones_written() {
 
 #[test]
 fn constructed_specs_round_trip_through_display() {
-    let sizes = [4096u64, 4608, 1 << 30, 3 << 29, 5 << 40];
+    let sizes = [1u64 << 20, (1 << 20) + 512, 1 << 30, 3 << 29, 5 << 40];
     let durations = [
         Duration::ZERO,
         Duration::from_nanos(1),
@@ -176,7 +176,23 @@ fn every_error_names_the_bad_part() {
         ),
         (
             "mem:1k",
-            "bad size '1k' in 'mem:1k': smaller than the 4KiB minimum",
+            "bad size '1k' in 'mem:1k': smaller than the 1MiB labfs needs",
+        ),
+        (
+            "mem:4k",
+            "bad size '4k' in 'mem:4k': smaller than the 1MiB labfs needs",
+        ),
+        (
+            "file:/x.img,size=512k",
+            "bad size '512k' in 'size=512k': smaller than the 1MiB labfs needs",
+        ),
+        (
+            "stripe:2,mem:2k",
+            "bad size '2k' in 'mem:2k': smaller than the 4KiB minimum of a stripe member",
+        ),
+        (
+            "stripe:4,mem:128k",
+            "'stripe:4,mem:128k' holds 512KiB, less than the 1MiB labfs needs (N x the smallest member, in whole stripe units)",
         ),
         (
             "mem:32t",

@@ -6,15 +6,16 @@
 //! holds every file whose fsync returned before that flush, with its contents. Crashes that
 //! let some unflushed writes land are part 2's (the journal's) to survive.
 
+mod common;
+
 use std::sync::Arc;
 
 use fslab::fs::Fs;
-use fslab::fs::check::check;
+use fslab::fs::dev::BlockDev;
 use fslab::fs::dev::fault::CrashPlan;
-use fslab::fs::dev::{BlockDev, FaultDev};
 use fslab::fs::inode::InodeRead;
-use fslab::fs::mkfs::mkfs;
-use fslab::fs::options::Options;
+
+use common::image::{self, assert_clean};
 
 /// A file whose fsync returned, and the flush point it returned at.
 struct Promise {
@@ -25,12 +26,11 @@ struct Promise {
 
 #[test]
 fn fsynced_files_survive_a_crash_at_every_flush_point() {
-    let fault = Arc::new(FaultDev::new_mem(32 << 20).unwrap());
-    let dev: Arc<dyn BlockDev> = Arc::clone(&fault) as Arc<dyn BlockDev>;
-    let opts = Options::default();
-    mkfs(Arc::clone(&dev), &opts).unwrap();
+    let img = image::fault(32 << 20).build();
+    let fault = img.fault();
+    let opts = &img.options;
     let first = fault.flush_count();
-    let fs = Fs::mount(Arc::clone(&dev), opts.mount.clone()).unwrap();
+    let fs = img.mount();
     let root = fs.root().unwrap();
     let dirs: Vec<_> = (0..3)
         .map(|d| fs.mkdir(&root, format!("d{d}").as_bytes(), 0o755).unwrap())
@@ -73,8 +73,7 @@ fn fsynced_files_survive_a_crash_at_every_flush_point() {
         let image = fault.crash_image(&CrashPlan::at(k)).unwrap();
         let crashed = Fs::mount(image.dev as Arc<dyn BlockDev>, opts.mount.clone())
             .unwrap_or_else(|e| panic!("flush point {k}: the image does not mount: {e}"));
-        let r = check(&crashed).unwrap();
-        assert!(r.is_clean(), "flush point {k}: fsck: {:#?}", r.findings);
+        assert_clean(&crashed, &format!("flush point {k}"));
         for p in promises.iter().filter(|p| p.flush_point <= k) {
             let ip = crashed.lookup_path(&p.path).unwrap_or_else(|e| {
                 panic!(

@@ -12,6 +12,8 @@
 //! Long variants are `#[ignore]`d; run them with
 //! `cargo test --release --test labfs_stress -- --ignored --nocapture`.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -28,8 +30,11 @@ use fslab::fs::check::check;
 use fslab::fs::dev::{BlockDev, MemDev};
 use fslab::fs::error::FsError;
 use fslab::fs::options::Options;
+use fslab::rng::SplitMix64;
 use fslab::workload::SystemClock;
 use fslab::workload::fsmark::{self, LoopReport, LoopStart, Reporter, RunEnv, RunStart};
+
+use common::image;
 
 /// Run `body` on its own thread and fail if `progress()` stops moving for `stall` (a
 /// deadlock: every thread waits on a lock) or the whole run exceeds `limit`.
@@ -171,30 +176,11 @@ fn fsmark_issue_commands_repeated_long() {
     fsmark_on_labfs("-d /b -t 4 -n 10000 -s 4096", 1 << 30);
 }
 
-/// A small deterministic generator (xorshift64*), one per thread.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// Random namespace and data operations from `threads` threads on `dirs` shared directories
 /// with `names` names each, for `run_for`; then fsck. Errors a racing namespace can produce
 /// (ENOENT, EEXIST, EISDIR, ENOTEMPTY) are expected; anything else fails the test.
 fn random_mix(threads: u64, dirs: u64, names: u64, run_for: Duration, seed: u64) {
-    let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(512 << 20).unwrap());
-    let opts = Options::default();
-    fslab::fs::mkfs::mkfs(Arc::clone(&dev), &opts).unwrap();
-    let fs = Fs::mount(dev, opts.mount).unwrap();
+    let (_img, fs) = image::mem(512 << 20).mount();
     let root = fs.root().unwrap();
     for d in 0..dirs {
         fs.mkdir(&root, format!("d{d}").as_bytes(), 0o755).unwrap();
@@ -214,7 +200,8 @@ fn random_mix(threads: u64, dirs: u64, names: u64, run_for: Duration, seed: u64)
                 .map(|t| {
                     let (fs, progress) = (Arc::clone(&fs2), Arc::clone(&p2));
                     std::thread::spawn(move || {
-                        let mut rng = Rng(seed ^ (t + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                        let mut rng =
+                            SplitMix64::new(seed ^ (t + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
                         let data = vec![t as u8; 64 << 10];
                         while Instant::now() < deadline {
                             let r = one_op(&fs, &mut rng, dirs, names, &data);
@@ -252,7 +239,13 @@ fn path(d: u64, n: u64) -> (String, String) {
     (format!("/d{d}"), format!("n{n}"))
 }
 
-fn one_op(fs: &Fs, rng: &mut Rng, dirs: u64, names: u64, data: &[u8]) -> Result<(), FsError> {
+fn one_op(
+    fs: &Fs,
+    rng: &mut SplitMix64,
+    dirs: u64,
+    names: u64,
+    data: &[u8],
+) -> Result<(), FsError> {
     let (d1, n1) = path(rng.below(dirs), rng.below(names));
     let (d2, n2) = path(rng.below(dirs), rng.below(names));
     let dir1 = fs.lookup_path(d1.as_bytes())?;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use fslab::fs::Fs;
-use fslab::fs::check::check;
+use fslab::fs::check::{Location, check};
 use fslab::fs::dev::{BlockDev, MemDev};
 use fslab::fs::error::FsError;
 use fslab::fs::format::dinode::LITERAL_SIZE;
@@ -158,7 +158,9 @@ fn a_corrupt_remote_block_is_a_typed_crc_error_and_fsck_names_it() {
     assert!(
         r.findings
             .iter()
-            .any(|f| f.contains("unreadable symlink") && f.contains("symlink CRC")),
+            .any(|f| f.location == Location::Inode { ino: l.ino }
+                && f.problem.contains("unreadable symlink")
+                && f.problem.contains("symlink CRC")),
         "{:#?}",
         r.findings
     );

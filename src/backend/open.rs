@@ -1,9 +1,9 @@
 //! Opening the filesystem a run works on: labfs on a block device, or the host's directories.
 //!
 //! A [`BackendConfig`] is the plain, already validated description every binary builds from
-//! its `--fs`, `--device`, `-o` and `--mkfs` flags (see `crate::cli::backend_args`); [`open`]
+//! its `--fs`, `--device`, `-o` and `--mkfs` flags (see `cli::backend_args`); [`open`]
 //! turns it into an [`OpenedBackend`], the one owner of the mount for the whole run. The
-//! skeleton of every binary (`crate::cli::tool`) calls it once, creates the `-d` parents on
+//! skeleton of every binary (`cli::tool`) calls it once, creates the `-d` parents on
 //! it, hands its [`Target`] to the engine, and finally calls [`OpenedBackend::finish`], which
 //! unmounts labfs and reports whether everything reached the device.
 //!

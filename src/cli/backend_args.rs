@@ -14,7 +14,7 @@ use thiserror::Error;
 
 use crate::backend::open::{BackendConfig, LabConfig};
 use crate::fs::dev::spec::{DEVICE_HELP, DeviceSpec};
-use crate::fs::options::{OptionError, Options};
+use crate::fs::options::{self, OptionError, Options};
 
 /// Which filesystem to run on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -47,10 +47,14 @@ pub struct BackendArgs {
     /// file:/tmp/lab.img,size=4g, stripe:6,su=64k,mem:1g.
     #[arg(long, value_name = "SPEC", long_help = DEVICE_HELP)]
     pub device: Option<DeviceSpec>,
-    /// labfs mount/mkfs options, comma separated: cksum=single|split, crc=crc32c|fast|soft,
-    /// sync_wait=wblist|all, logbufs=N, logbsize=SIZE, agcount=N, logsize=SIZE, icache=N,
-    /// bufcache=SIZE, dirty=SIZE.
-    #[arg(short = 'o', long = "mount-options", value_name = "OPTIONS")]
+    /// labfs mkfs/mount options (help text derived from the option table).
+    #[arg(
+        short = 'o',
+        long = "mount-options",
+        value_name = "OPTIONS",
+        help = options::summary_help(),
+        long_help = options::long_help()
+    )]
     pub options: Option<String>,
     /// Make a new labfs on the device even if it already holds one (a file device is
     /// otherwise mounted as it is; a memory device is always new).
@@ -128,6 +132,12 @@ mod tests {
     #[test]
     fn no_flags_is_labfs_on_the_default_memory_device() {
         assert_eq!(config(&[]).unwrap(), BackendConfig::default());
+        let parsed = Cli::try_parse_from(["prog"]).unwrap();
+        assert_eq!(
+            parsed.backend,
+            BackendArgs::default(),
+            "Default is clap's default"
+        );
         let BackendConfig::Lab(lab) = config(&["--device", "mem:64m", "--mkfs"]).unwrap() else {
             panic!("labfs")
         };

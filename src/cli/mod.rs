@@ -7,14 +7,18 @@
 //! - [`observe`]: `--trace*` and `--stats*`, and the [`observe::Observer`] they configure.
 //! - [`interrupt`]: the two-stage Ctrl-C.
 //! - [`fsmark`]: fs_mark's command line and the fsmark command.
+//! - [`csumhist`]: csumhist's subcommands (run, stat, bench).
+//! - [`labfs`]: the admin tool's command line (mkfs, check, info, print).
 //! - [`mount`]: `labfs mount` and `labfs umount` (labfs through FUSE).
 //!
 //! Engines (in [`crate::workload`]) never see clap: each command here turns its arguments into
 //! the engine's plain configuration.
 
 pub mod backend_args;
+pub mod csumhist;
 pub mod fsmark;
 pub mod interrupt;
+pub mod labfs;
 pub mod mount;
 pub mod observe;
 pub mod tool;

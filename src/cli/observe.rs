@@ -22,7 +22,7 @@ use clap::Args;
 use thiserror::Error;
 
 use crate::backend::open::StatsSource;
-use crate::fs::stats::decode::{StatDiff, StatFile};
+use crate::fs::stats::decode::{Regression, StatDiff, StatFile};
 use crate::fs::stats::host::{
     HostStatsError, clear_host_stats, clear_stats_at, read_host_stats, read_stats_from,
 };
@@ -34,7 +34,7 @@ use crate::trace::session::{
 };
 
 /// Observability flags, flattened into each binary's arguments.
-#[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
 pub struct ObserveArgs {
     /// Record tracepoints: comma list of event names or globs (`xfs_ail_*`, `xfs:*`,
     /// `all`, `!name` to exclude); `--trace list` prints the catalogue and exits.
@@ -46,9 +46,10 @@ pub struct ObserveArgs {
     /// Trace format: `ftrace` (the /sys/kernel/tracing/trace text) or `json` (one object per line).
     #[arg(long, value_name = "FORMAT", default_value = "ftrace", value_parser = parse_format)]
     pub trace_format: TraceFormat,
-    /// Keep an ilog2 histogram of an event field, e.g. `crc32c.len` or `crc32c.len/site`
-    /// (grouped); printed to stderr at the end. Repeatable.
-    #[arg(long, value_name = "EVENT.FIELD[/GROUP]", value_parser = parse_hist)]
+    /// Keep an ilog2 histogram of an event field, e.g. `crc32c.len`, `crc32c.len/site`
+    /// (grouped) or `crc32c.len/site,mode` (one per combination); printed to stderr at the
+    /// end. Repeatable.
+    #[arg(long, value_name = "EVENT.FIELD[/GROUP[,GROUP]]", value_parser = parse_hist)]
     pub trace_hist: Vec<HistSpec>,
     /// Trace records kept per thread (oldest overwritten, as ftrace's ring buffer).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_RING_ENTRIES)]
@@ -69,6 +70,23 @@ pub struct ObserveArgs {
     /// prints the difference between before and after.
     #[arg(long)]
     pub stats_clear: bool,
+}
+
+impl Default for ObserveArgs {
+    /// What the command line gives when none of these flags is used (clap's defaults).
+    fn default() -> Self {
+        ObserveArgs {
+            trace: None,
+            trace_out: None,
+            trace_format: TraceFormat::default(),
+            trace_hist: Vec::new(),
+            trace_buffer: DEFAULT_RING_ENTRIES,
+            stats: false,
+            stats_out: None,
+            stats_decode: None,
+            stats_clear: false,
+        }
+    }
 }
 
 fn parse_format(s: &str) -> Result<TraceFormat, String> {
@@ -142,8 +160,43 @@ pub struct ObserveOutputs {
     pub trace_out: Option<OutputFile>,
 }
 
+/// What `--stats-decode FILE [FILE]` prints: the decoded text, and the counters that went
+/// backwards between the two snapshots (worth a warning: their difference means nothing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decoded {
+    /// The decoded snapshot or difference.
+    pub text: String,
+    /// Counters smaller in the second snapshot than in the first.
+    pub regressions: Vec<Regression>,
+}
+
+/// One line warning that counters went backwards between two snapshots, naming the first
+/// few; `None` when none did.
+pub fn backwards_warning(regressions: &[Regression]) -> Option<String> {
+    if regressions.is_empty() {
+        return None;
+    }
+    let examples: Vec<String> = regressions
+        .iter()
+        .take(3)
+        .map(|r| format!("{} {} {} -> {}", r.line, r.field, r.before, r.after))
+        .collect();
+    let more = if regressions.len() > examples.len() {
+        ", ..."
+    } else {
+        ""
+    };
+    Some(format!(
+        "warning: {} counter{} went backwards ({}{more}): the snapshots are swapped or from \
+         different boots, so the difference is meaningless",
+        regressions.len(),
+        if regressions.len() == 1 { "" } else { "s" },
+        examples.join(", ")
+    ))
+}
+
 /// Decode one stat snapshot, or the difference of two (`--stats-decode FILE [FILE]`).
-pub fn decode_files(files: &[PathBuf]) -> Result<String, ObserveError> {
+pub fn decode_files(files: &[PathBuf]) -> Result<Decoded, ObserveError> {
     let read = |p: &PathBuf| -> Result<StatFile, ObserveError> {
         let text = if p.as_os_str() == "-" {
             let mut s = String::new();
@@ -161,9 +214,21 @@ pub fn decode_files(files: &[PathBuf]) -> Result<String, ObserveError> {
         })
     };
     match files {
-        [one] => Ok(read(one)?.decode()),
-        [before, after] => Ok(StatDiff::between(&read(before)?, &read(after)?).decode()),
-        _ => Ok(String::new()),
+        [one] => Ok(Decoded {
+            text: read(one)?.decode(),
+            regressions: Vec::new(),
+        }),
+        [before, after] => {
+            let diff = StatDiff::between(&read(before)?, &read(after)?);
+            Ok(Decoded {
+                text: diff.decode(),
+                regressions: diff.regressions().to_vec(),
+            })
+        }
+        _ => Ok(Decoded {
+            text: String::new(),
+            regressions: Vec::new(),
+        }),
     }
 }
 
@@ -236,6 +301,10 @@ pub struct Observer {
     start: Option<StatFile>,
     /// Counters at the end of the previous loop.
     last: Option<StatFile>,
+    /// The last finished loop's block, held until it is known not to be the only loop.
+    pending: Option<(u64, String)>,
+    /// Loops finished so far.
+    loops: u64,
 }
 
 impl Observer {
@@ -253,6 +322,8 @@ impl Observer {
             session: None,
             start: None,
             last: None,
+            pending: None,
+            loops: 0,
         };
         if args.wants_stats() {
             match &obs.source {
@@ -300,13 +371,18 @@ impl Observer {
         }
     }
 
-    /// Loop `n` (1-based) of a tool with loops is about to start.
+    /// Loop `n` (1-based) of a tool with loops is about to start: the previous loop was not
+    /// the only one, so its block is printed now.
     pub fn loop_started(&mut self, _n: u64) -> Result<(), ObserveError> {
+        self.print_pending();
         Ok(())
     }
 
-    /// Loop `n` (1-based) of a tool with loops has ended: print that loop's statistics.
+    /// Loop `n` (1-based) of a tool with loops has ended: take that loop's statistics. They
+    /// are printed when the next loop starts, or at the end if there was more than one loop;
+    /// a run of one loop prints one block, the run's (it would be the same twice).
     pub fn loop_finished(&mut self, n: u64) -> Result<(), ObserveError> {
+        self.loops += 1;
         if !self.args.wants_stats() {
             return Ok(());
         }
@@ -315,19 +391,33 @@ impl Observer {
             .last
             .replace(now.clone())
             .unwrap_or_else(|| now.clone());
-        let block = self.render(&StatDiff::between(&last, &now));
-        eprint!("# xfs stats for loop {n}\n{block}");
+        self.print_pending();
+        self.pending = Some((n, self.render(&StatDiff::between(&last, &now))));
         Ok(())
+    }
+
+    fn print_pending(&mut self) {
+        if let Some((n, block)) = self.pending.take() {
+            eprint!("# xfs stats for loop {n}\n{block}");
+        }
     }
 
     /// End of run: print the run's statistics and finish the trace (its records go to
     /// `--trace-out` or stderr; histograms to stderr). Returns the trace summary, if traced.
     pub fn finish(mut self) -> Result<Option<TraceSummary>, ObserveError> {
+        if self.loops > 1 {
+            self.print_pending();
+        }
         if self.args.wants_stats() {
             let now = self.read()?;
             let start = self.start.take().unwrap_or_else(|| now.clone());
             let diff = StatDiff::between(&start, &now);
             eprint!("# xfs stats for the run\n{}", self.render(&diff));
+            // Only the host's counters can step back during a run (a stats_clear by
+            // someone else); the block is then not the run's.
+            if let Some(w) = backwards_warning(diff.regressions()) {
+                eprintln!("# {w}");
+            }
             if let Some(out) = &mut self.stats_out {
                 let write = out
                     .file
@@ -406,13 +496,34 @@ mod tests {
         assert!(
             decode_files(std::slice::from_ref(&b))
                 .unwrap()
+                .text
                 .contains("create = 42")
         );
-        let diff = decode_files(&[a.clone(), b]).unwrap();
-        assert!(diff.contains("create = 42"), "{diff}");
+        let diff = decode_files(&[a.clone(), b.clone()]).unwrap();
+        assert!(diff.text.contains("create = 42"), "{}", diff.text);
+        assert!(diff.regressions.is_empty());
+        let swapped = decode_files(&[b, a.clone()]).unwrap();
+        let warning = backwards_warning(&swapped.regressions).expect("a warning");
+        assert_eq!(
+            warning,
+            "warning: 1 counter went backwards (dir create 42 -> 0): the snapshots are \
+             swapped or from different boots, so the difference is meaningless"
+        );
         std::fs::write(&a, "dir x y\n").unwrap();
         let e = decode_files(&[a]).unwrap_err().to_string();
         assert!(e.starts_with("--stats-decode"), "{e}");
+    }
+
+    #[test]
+    fn default_is_what_the_command_line_gives_without_these_flags() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            observe: ObserveArgs,
+        }
+        let parsed = <Cli as clap::Parser>::try_parse_from(["prog"]).unwrap();
+        assert_eq!(parsed.observe, ObserveArgs::default());
+        assert!(ObserveArgs::default().validate().is_ok());
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! 1. **Parse** the command line ([`parse`]): `-h`/`--help` print to stdout and exit 0; a
 //!    refused command line is one line `NAME: ...` on stderr and exit 2.
 //! 2. **Early exits** of the shared flags: `--trace list` prints the event catalogue,
-//!    `--stats-decode FILE [FILE]` decodes snapshots; neither touches a filesystem.
+//!    `--stats-decode FILE [FILE]` decodes snapshots (warning on stderr when counters went
+//!    backwards between them); neither touches a filesystem.
 //! 3. **Validate**: the shared flags ([`ObserveArgs::validate`], [`BackendArgs::to_config`])
 //!    and the command's own ([`Command::new`]), each refusal one line and exit 2.
 //! 4. **Create the output files** (`--stats-out`, `--trace-out`, then the command's own,
@@ -129,7 +130,8 @@ use super::ExitStatus;
 use super::backend_args::{BackendArgs, BackendArgsError};
 use super::interrupt;
 use super::observe::{
-    ObserveArgs, ObserveArgsError, ObserveError, Observer, decode_files, event_list,
+    ObserveArgs, ObserveArgsError, ObserveError, Observer, backwards_warning, decode_files,
+    event_list,
 };
 use crate::backend::TargetError;
 use crate::backend::open::{OpenError, OpenedBackend, ParentsError, StatsSource, open};
@@ -359,8 +361,12 @@ pub fn execute<C: Command>(args: C::Args, argv: Vec<String>) -> Ended<C::UsageEr
     }
     if let Some(files) = observe.files_to_decode() {
         return match decode_files(files) {
-            Ok(text) => {
-                print!("{text}");
+            Ok(decoded) => {
+                print!("{}", decoded.text);
+                if let Some(warning) = backwards_warning(&decoded.regressions) {
+                    let _ = std::io::stdout().flush();
+                    eprintln!("{}: {warning}", C::NAME);
+                }
                 Ended::with(Outcome::Completed)
             }
             Err(e) => Ended::failed(ToolError::Observe(e)),

@@ -600,7 +600,8 @@ pub fn ag_space(tp: &mut Trans, agno: u32) -> FsResult<AgSpace> {
     })
 }
 
-/// fsck for one AG's free-space trees: the blocks they occupy and every structural problem.
+/// fsck for one AG's free-space trees: the blocks they occupy and every structural problem
+/// (each naming its tree; the caller knows the AG).
 pub fn check_trees(tp: &mut Trans, agno: u32) -> FsResult<(Vec<u32>, Vec<String>)> {
     let Some(mut h) = lock_agf(tp, agno, false)? else {
         return Err(FsError::Invalid("AGF lock"));
@@ -620,10 +621,10 @@ pub fn check_trees(tp: &mut Trans, agno: u32) -> FsResult<(Vec<u32>, Vec<String>
     let owner = u64::from(agno);
     let mut st = TreeStore::new(&mut *tp, AgflSpace { h: &mut h });
     for f in crate::fs::btree::check::<BnoSpec>(&mut st, bno_root, owner)? {
-        findings.push(format!("AG {agno} bno tree: {f}"));
+        findings.push(format!("bno tree: {f}"));
     }
     for f in crate::fs::btree::check::<CntSpec>(&mut st, cnt_root, owner)? {
-        findings.push(format!("AG {agno} cnt tree: {f}"));
+        findings.push(format!("cnt tree: {f}"));
     }
     if findings.is_empty() {
         for (ptr, _) in crate::fs::btree::blocks::<BnoSpec>(&mut st, bno_root, owner)? {

@@ -193,7 +193,7 @@ pub fn check_tree(fs: &Fs, ino: u64, root: ForkRoot, extents: &[Extent]) -> FsRe
     let r = root;
     let mut findings: Vec<String> = btree::check::<BmbtSpec>(&mut st, r, ino)?
         .iter()
-        .map(|f| format!("{f:?}"))
+        .map(ToString::to_string)
         .collect();
     tp.commit()?;
     let on_disk = load_extents(fs, ino, root)?;
@@ -204,7 +204,7 @@ pub fn check_tree(fs: &Fs, ino: u64, root: ForkRoot, extents: &[Extent]) -> FsRe
         .collect();
     if on_disk != in_core {
         findings.push(format!(
-            "inode {ino}: extent tree ({} records) differs from the in-core list ({})",
+            "{} records differ from the in-core extent list ({})",
             on_disk.len(),
             in_core.len()
         ));

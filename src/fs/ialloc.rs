@@ -459,7 +459,7 @@ pub fn check_trees(tp: &mut Trans, agno: u32) -> FsResult<(Vec<u32>, Vec<String>
             };
             blocks.extend(b.into_iter().map(|(p, _)| p as u32));
         }
-        findings.extend(found.into_iter().map(|f| format!("AG {agno} {name}: {f}")));
+        findings.extend(found.into_iter().map(|f| format!("{name}: {f}")));
     }
     Ok((blocks, findings))
 }

@@ -14,6 +14,7 @@ use crate::fs::btree::kinds::{BnoSpec, CntSpec, FinoSpec, FreeExtent, InoSpec};
 use crate::fs::btree::store::BufId;
 use crate::fs::btree::{self, BtreeSpec, Cursor};
 use crate::fs::dev::BlockDev;
+use crate::fs::dev::spec::MIN_LABFS_SIZE;
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::ag::{
     AGF_SECTOR, AGFL_SECTOR, AGI_SECTOR, Agf, Agi, BNO_ROOT_BLOCK, CNT_ROOT_BLOCK, FINO_ROOT_BLOCK,
@@ -25,14 +26,20 @@ use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr};
 use crate::fs::geo::Geometry;
 use crate::fs::ialloc::ialloc;
 use crate::fs::inode::S_IFDIR;
-use crate::fs::options::Options;
+use crate::fs::options::{DEFAULT_AGCOUNT, Options};
 use crate::fs::trans::Trans;
 use crate::fs::treestore::{TreeSpace, TreeStore};
 
 /// Blocks seeded onto each AG's free list (enough for height-1 bno and cnt trees to split).
 const AGFL_SEED: u32 = 4;
-/// Smallest AG labfs makes.
+/// Smallest AG labfs makes (1 MiB).
 const MIN_AG_BLOCKS: u64 = 256;
+/// Smallest log mkfs makes, in blocks (256 KiB, the `logsize` option's minimum).
+const MIN_LOG_BLOCKS: u64 = 64;
+
+// The smallest filesystem is one smallest AG: the device grammar refuses anything smaller
+// with the same figure, so `--device mem:4k` fails where it is typed, not here.
+const _: () = assert!(MIN_AG_BLOCKS * BLOCK_SIZE as u64 == MIN_LABFS_SIZE);
 
 /// At mkfs a tree gets its root at a fixed block.
 struct FixedSpace {
@@ -79,16 +86,40 @@ fn new_uuid() -> [u8; 16] {
 }
 
 /// Choose the geometry for a device of `bytes`.
+///
+/// Options left to mkfs are fitted to the device (fewer AGs on a small one, a log of 1/64 of
+/// it); options the user gave are honoured or refused, never adjusted: `agcount` groups that
+/// would each be under 1 MiB, or a `logsize` log that does not fit in AG 0, is an error, as
+/// mkfs.xfs refuses an impossible `-d agcount` or `-l size`.
 pub fn plan(bytes: u64, opts: &Options) -> FsResult<Geometry> {
-    let dblocks = bytes / BLOCK_SIZE as u64;
-    let mut agcount = u64::from(opts.mkfs.agcount.max(1));
-    while agcount > 1 && dblocks / agcount < MIN_AG_BLOCKS {
-        agcount -= 1;
-    }
-    let agblocks = dblocks.div_ceil(agcount);
-    if agblocks < MIN_AG_BLOCKS || agblocks > u64::from(u32::MAX / 2) {
+    if bytes < MIN_LABFS_SIZE {
         return Err(FsError::Invalid(
-            "device too small (labfs needs at least 1 MiB) or too large",
+            "device too small: labfs needs at least 1MiB",
+        ));
+    }
+    let dblocks = bytes / BLOCK_SIZE as u64;
+    let agcount = match opts.mkfs.agcount {
+        Some(n) => {
+            let n = u64::from(n.max(1));
+            if dblocks / n < MIN_AG_BLOCKS {
+                return Err(FsError::Invalid(
+                    "agcount too large for this device: each allocation group needs at least 1MiB",
+                ));
+            }
+            n
+        }
+        None => {
+            let mut n = u64::from(DEFAULT_AGCOUNT);
+            while n > 1 && dblocks / n < MIN_AG_BLOCKS {
+                n -= 1;
+            }
+            n
+        }
+    };
+    let agblocks = dblocks.div_ceil(agcount);
+    if agblocks > u64::from(u32::MAX / 2) {
+        return Err(FsError::Invalid(
+            "device too large for this agcount: allocation groups are at most 8TiB",
         ));
     }
     // The last AG must be big enough to hold its headers and a chunk; otherwise drop it.
@@ -97,13 +128,19 @@ pub fn plan(bytes: u64, opts: &Options) -> FsResult<Geometry> {
     let agcount = dblocks.div_ceil(agblocks);
     let first_log = u64::from(FIRST_FREE_BLOCK + AGFL_SEED);
     let room = agblocks - first_log - 64;
-    let logblocks = if opts.mkfs.log_bytes > 0 {
-        (opts.mkfs.log_bytes / BLOCK_SIZE as u64).max(64)
-    } else {
-        (dblocks / 64).clamp(256, 16_384)
-    }
-    .min(room);
-    if logblocks < 64 {
+    let logblocks = match opts.mkfs.log_bytes {
+        Some(bytes) => {
+            let blocks = (bytes / BLOCK_SIZE as u64).max(MIN_LOG_BLOCKS);
+            if blocks > room {
+                return Err(FsError::Invalid(
+                    "logsize too large: the log must fit in the first allocation group",
+                ));
+            }
+            blocks
+        }
+        None => (dblocks / 64).clamp(256, 16_384).min(room),
+    };
+    if logblocks < MIN_LOG_BLOCKS {
         return Err(FsError::Invalid("device too small for a log"));
     }
     Ok(Geometry {
@@ -328,5 +365,32 @@ mod tests {
         assert_eq!((g.agcount, g.agblocks), (4, 65_536));
         assert_eq!(g.logblocks, 4096);
         assert!(plan(64 << 10, &Options::default()).is_err());
+    }
+
+    #[test]
+    fn the_smallest_device_the_grammar_accepts_can_be_made() {
+        let g = plan(MIN_LABFS_SIZE, &Options::default()).unwrap();
+        assert_eq!((g.agcount, g.agblocks), (1, 256));
+        assert!(plan(MIN_LABFS_SIZE - 512, &Options::default()).is_err());
+    }
+
+    #[test]
+    fn given_geometry_is_refused_when_it_does_not_fit_never_adjusted() {
+        let opts = |s: &str| Options::parse(s).unwrap();
+        // 16 MiB: 16 groups of 1 MiB fit, 17 do not.
+        assert_eq!(plan(16 << 20, &opts("agcount=16")).unwrap().agcount, 16);
+        assert!(matches!(
+            plan(16 << 20, &opts("agcount=17")),
+            Err(FsError::Invalid(m)) if m.contains("agcount")
+        ));
+        // The log lives in AG 0: 64 MiB in four 16 MiB groups has room for 8 MiB, not 32 MiB.
+        assert_eq!(plan(64 << 20, &opts("logsize=8m")).unwrap().logblocks, 2048);
+        assert!(matches!(
+            plan(64 << 20, &opts("logsize=32m")),
+            Err(FsError::Invalid(m)) if m.contains("logsize")
+        ));
+        // Left to mkfs, both are fitted to the device.
+        let g = plan(2 << 20, &Options::default()).unwrap();
+        assert_eq!(g.agcount, 2);
     }
 }

@@ -50,6 +50,7 @@
 //! - [`vfs`]: the VFS-level types (file kinds, directory entries, fallocate modes) the layers
 //!   above share.
 
+pub mod admin;
 pub mod alloc;
 pub mod bmap;
 pub mod bmbt;

@@ -21,6 +21,7 @@
 
 use std::fmt::Write as _;
 
+use crate::trace::session::MAX_GROUP_FIELDS;
 use crate::trace::{EventSet, HistSpec, Session, TraceConfig, TraceError, list};
 
 /// Why a tracing control file refused a write or read.
@@ -242,14 +243,15 @@ impl TraceCtl {
 
 /// `hist:keys=...` for a spec: the value field with the `.log2` modifier, its group first.
 pub fn trigger_of(spec: &HistSpec) -> String {
-    match &spec.group_by {
-        Some(g) => format!("hist:keys={g},{}.log2", spec.field),
-        None => format!("hist:keys={}.log2", spec.field),
+    let mut keys = spec.group_by.join(",");
+    if !keys.is_empty() {
+        keys.push(',');
     }
+    format!("hist:keys={keys}{}.log2", spec.field)
 }
 
-/// Parse `hist:keys=FIELD.log2` or `hist:keys=GROUP,FIELD.log2` (other `:key=value` parts
-/// of the kernel's syntax are not supported and refused).
+/// Parse `hist:keys=FIELD.log2` or `hist:keys=GROUP[,GROUP...],FIELD.log2` (other
+/// `:key=value` parts of the kernel's syntax are not supported and refused).
 pub fn parse_trigger(event: &str, text: &str) -> Result<HistSpec, TraceCtlError> {
     let bad = |why: &str| TraceCtlError::Invalid(format!("trigger '{text}': {why}"));
     let rest = text
@@ -259,7 +261,7 @@ pub fn parse_trigger(event: &str, text: &str) -> Result<HistSpec, TraceCtlError>
     for part in rest.split(':') {
         match part.split_once('=') {
             Some(("keys" | "key", v)) => keys = Some(v),
-            _ => return Err(bad("expected keys=FIELD.log2 or keys=GROUP,FIELD.log2")),
+            _ => return Err(bad("expected keys=FIELD.log2 or keys=GROUP,...,FIELD.log2")),
         }
     }
     let keys: Vec<&str> = keys
@@ -267,22 +269,23 @@ pub fn parse_trigger(event: &str, text: &str) -> Result<HistSpec, TraceCtlError>
         .split(',')
         .map(str::trim)
         .collect();
-    let (group, value) = match keys.as_slice() {
-        [v] => (None, *v),
-        [g, v] => (Some(*g), *v),
-        _ => return Err(bad("at most two keys: GROUP,FIELD.log2")),
+    let Some((value, groups)) = keys.split_last() else {
+        return Err(bad("no keys="));
     };
+    if groups.len() > MAX_GROUP_FIELDS {
+        return Err(bad(&format!(
+            "at most {MAX_GROUP_FIELDS} group keys before FIELD.log2"
+        )));
+    }
     let field = value
         .strip_suffix(".log2")
         .ok_or_else(|| bad("the value key needs the .log2 modifier (ilog2 histograms)"))?;
-    if group.is_some_and(|g| g.contains('.')) {
-        return Err(bad("the group key takes no modifier"));
+    if groups.iter().any(|g| g.is_empty() || g.contains('.')) {
+        return Err(bad("a group key is a plain field name (no modifier)"));
     }
-    let spec = HistSpec::new(event, field);
-    Ok(match group {
-        Some(g) => spec.grouped_by(g),
-        None => spec,
-    })
+    Ok(groups
+        .iter()
+        .fold(HistSpec::new(event, field), |spec, g| spec.grouped_by(g)))
 }
 
 /// A number as sysfs/tracefs files take it (`kstrtoint` with base 0): decimal, `0x` hex or
@@ -317,10 +320,14 @@ mod tests {
         let g = parse_trigger("crc32c", "hist:keys=site,len.log2").unwrap();
         assert_eq!(g, HistSpec::new("crc32c", "len").grouped_by("site"));
         assert_eq!(trigger_of(&g), "hist:keys=site,len.log2");
+        let gg = parse_trigger("crc32c", "hist:keys=site,mode,len.log2").unwrap();
+        assert_eq!(gg, g.clone().grouped_by("mode"));
+        assert_eq!(trigger_of(&gg), "hist:keys=site,mode,len.log2");
         for bad in [
             "hist:keys=len",
             "traceon",
-            "hist:keys=a,b,c.log2",
+            "hist:keys=a,b,c,d,e,len.log2",
+            "hist:keys=site,,len.log2",
             "hist:vals=x",
             "hist:keys=site.log2,len.log2",
         ] {

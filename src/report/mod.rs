@@ -11,7 +11,9 @@
 //! - [`output`]: output files named on the command line, created before the run starts.
 //! - [`latency`]: percentiles of an `hdrhistogram` and a comfy-table rendering of them.
 //! - [`fsmark`]: fs_mark 3.3's header, table rows, summary and log file, plus fsmark's JSON.
+//! - [`csum`]: csumhist's size tables, comparisons, engine tables, JSON and SVG plot.
 
+pub mod csum;
 pub mod fsmark;
 pub mod json;
 pub mod latency;

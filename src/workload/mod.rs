@@ -2,13 +2,15 @@
 //!
 //! An engine calls only [`crate::backend::Target`] methods and reads time only through a
 //! [`Clock`], so the same code runs against a real kernel filesystem, against labfs, and
-//! against [`crate::testing::RecordingTarget`] with a [`crate::testing::VirtualClock`] in
+//! against the test doubles `testing::RecordingTarget` and `testing::VirtualClock` in
 //! tests. The virtual clock is what lets a test pin *which* phase of a workload lands in
 //! *which* output column: every recorded call advances virtual time by a cost the test chose,
 //! so each column's figure is predictable.
 //!
 //! - [`fsmark`]: the fs_mark 3.3 loop (create/write/fsync/close files, sync phases, unlink).
+//! - [`csum`]: csumhist's checksum-size histograms, the oltp mix, and the CRC engine bench.
 
+pub mod csum;
 pub mod fsmark;
 
 use std::time::{SystemTime, UNIX_EPOCH};

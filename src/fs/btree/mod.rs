@@ -137,6 +137,7 @@ pub mod check;
 pub mod kinds;
 pub mod mem_store;
 pub mod store;
+pub mod view;
 
 mod block;
 mod cursor;

@@ -16,6 +16,9 @@
 //! - `size=SIZE` creates a missing regular file, or extends a shorter one, to SIZE bytes; a
 //!   longer file is never truncated: the device is then its first SIZE bytes. A block
 //!   device's size comes from the `BLKGETSIZE64` ioctl; `size=` may only shrink it.
+//! - [`FileDev::open_read_only`] opens an existing image for inspection only (the admin
+//!   tool's `check`, `info` and `print`, which must work on images the user may only read and
+//!   must never change one): every write is refused with `EROFS`.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -45,6 +48,7 @@ pub struct FileDev {
     size: u64,
     direct: bool,
     block_device: bool,
+    read_only: bool,
 }
 
 /// The size of the block device open as `file`, from `BLKGETSIZE64`.
@@ -92,6 +96,15 @@ fn block_device_size(file: &File) -> io::Result<u64> {
 impl FileDev {
     /// Open `path` as a device; see the module docs for what `opts` do and what is refused.
     pub fn open(path: &Path, opts: &FileOptions) -> Result<FileDev, DevError> {
+        FileDev::open_as(path, opts, true)
+    }
+
+    /// Open an existing image or block device for reading only; writes fail with `EROFS`.
+    pub fn open_read_only(path: &Path) -> Result<FileDev, DevError> {
+        FileDev::open_as(path, &FileOptions::default(), false)
+    }
+
+    fn open_as(path: &Path, opts: &FileOptions, writable: bool) -> Result<FileDev, DevError> {
         let refuse = |reason: String| DevError::Open {
             path: path.to_path_buf(),
             reason,
@@ -118,7 +131,7 @@ impl FileDev {
         }
 
         let mut oo = OpenOptions::new();
-        oo.read(true).write(true);
+        oo.read(true).write(writable);
         if meta.is_none() {
             oo.create(true);
         }
@@ -130,8 +143,11 @@ impl FileDev {
                 Some(libc::EINVAL) if opts.direct => {
                     format!("its filesystem does not support O_DIRECT ({e})")
                 }
-                _ if e.kind() == io::ErrorKind::PermissionDenied => {
+                _ if e.kind() == io::ErrorKind::PermissionDenied && writable => {
                     format!("cannot open it for reading and writing ({e})")
+                }
+                _ if e.kind() == io::ErrorKind::PermissionDenied => {
+                    format!("cannot open it for reading ({e})")
                 }
                 _ => format!("cannot open it: {e}"),
             };
@@ -175,6 +191,7 @@ impl FileDev {
             size,
             direct: opts.direct,
             block_device,
+            read_only: !writable,
         })
     }
 
@@ -248,6 +265,9 @@ impl BlockDev for FileDev {
     fn write_at(&self, buf: &[u8], offset: u64, fua: bool) -> Result<(), DevError> {
         let req = IoReq::write(offset, buf.len(), fua);
         check_io(self.size, req, || self.describe())?;
+        if self.read_only {
+            return Err(self.io_err(req, io::Error::from_raw_os_error(libc::EROFS)));
+        }
         if self.direct && !is_aligned(buf.as_ptr()) {
             let (mut v, start) = aligned_buffer(buf.len());
             let bounce = &mut v[start..start + buf.len()];
@@ -264,15 +284,20 @@ impl BlockDev for FileDev {
     }
 
     fn flush(&self) -> Result<(), DevError> {
+        if self.read_only {
+            // Nothing was written through this descriptor, so nothing can be in flight.
+            return Ok(());
+        }
         self.sync(IoReq::flush())
     }
 
     fn describe(&self) -> String {
         format!(
-            "file:{} {}{}",
+            "file:{} {}{}{}",
             self.path.display(),
             format_size_iec(self.size),
-            if self.direct { " direct" } else { "" }
+            if self.direct { " direct" } else { "" },
+            if self.read_only { " read-only" } else { "" }
         )
     }
 }
@@ -288,6 +313,33 @@ mod tests {
             assert!(is_aligned(v[start..].as_ptr()));
             assert!(v.len() >= start + len);
         }
+    }
+
+    #[test]
+    fn a_read_only_device_reads_and_refuses_writes() {
+        let dir = tempfile::tempdir().expect("scratch dir");
+        let path = dir.path().join("ro.img");
+        let rw = FileDev::open(
+            &path,
+            &FileOptions {
+                size: Some(64 << 10),
+                direct: false,
+            },
+        )
+        .expect("create");
+        rw.write_at(&[7u8; 512], 4096, false).expect("write");
+        drop(rw);
+        let ro = FileDev::open_read_only(&path).expect("open read-only");
+        let mut b = [0u8; 512];
+        ro.read_at(&mut b, 4096).expect("read");
+        assert_eq!(b, [7u8; 512]);
+        let err = ro.write_at(&b, 0, false).expect_err("read-only");
+        assert!(err.to_string().contains("Read-only"), "{err}");
+        assert!(ro.flush().is_ok());
+        assert!(ro.describe().ends_with(" read-only"), "{}", ro.describe());
+        let mut back = [0u8; 512];
+        ro.read_at(&mut back, 0).expect("read");
+        assert_eq!(back, [0u8; 512], "the refused write changed nothing");
     }
 
     #[test]

@@ -24,7 +24,8 @@
 //! - In a PATH, write a comma as `\,` and a backslash as `\\`.
 //! - Sizes, durations and rates use [`crate::units`]: binary multiples (`64k` = 65536),
 //!   a bare duration is microseconds, a rate is bytes per second (`2g` = 2 GiB/s).
-//!   Sizes must be multiples of 512; devices must hold at least one 4 KiB block.
+//!   Sizes must be multiples of 512; a device must hold at least 1 MiB, the smallest labfs
+//!   ([`MIN_LABFS_SIZE`]); a stripe member at least one 4 KiB block.
 //!
 //! # Examples
 //!
@@ -57,12 +58,17 @@ use crate::units::{
 
 /// Size of `mem` when the spec gives none.
 pub const DEFAULT_MEM_SIZE: u64 = 1 << 30;
+/// The smallest device labfs can be made on: one allocation group of 256 4-KiB blocks. The
+/// grammar refuses a smaller `mem:`/`size=` (or stripe) where it is typed, and mkfs checks the
+/// same constant, so the two can never disagree. (A stripe member may be smaller, down to one
+/// 4 KiB block, as long as the whole stripe holds this much.)
+pub const MIN_LABFS_SIZE: u64 = 1 << 20;
 /// Stripe unit when the spec gives none (md's and XFS's usual 64 KiB).
 pub const DEFAULT_STRIPE_UNIT: u64 = 64 << 10;
 /// Most members a stripe may have.
 pub const MAX_STRIPE_MEMBERS: usize = 256;
 
-/// Long help for `--device` (the flag itself is defined once, in `crate::cli::backend_args`).
+/// Long help for `--device` (the flag itself is defined once, in the binaries' layer, `cli::backend_args`).
 pub const DEVICE_HELP: &str = "\
 The block device labfs runs on.
 
@@ -308,6 +314,18 @@ pub enum SpecError {
         /// The option item.
         item: String,
     },
+    /// A stripe that holds less than labfs needs.
+    #[error(
+        "'{spec}' holds {}, less than the {} labfs needs (N x the smallest member, in whole stripe units)",
+        format_size_iec(*size),
+        format_size_iec(MIN_LABFS_SIZE)
+    )]
+    StripeTooSmall {
+        /// The stripe spec as typed.
+        spec: String,
+        /// Its size in bytes.
+        size: u64,
+    },
     /// A second device outside a stripe.
     #[error("extra device '{item}' (several devices only go inside stripe:N,...)")]
     ExtraDevice {
@@ -385,8 +403,14 @@ fn unit_reason(e: UnitError) -> String {
     e.to_string()
 }
 
-/// Parse a device size (`mem:SIZE`, `size=SIZE`): a multiple of 512, at least 4 KiB.
-fn device_size(value: &str, item: &Item, max: Option<u64>) -> Result<u64, SpecError> {
+/// Parse a device size (`mem:SIZE`, `size=SIZE`): a multiple of 512, at least
+/// [`MIN_LABFS_SIZE`] for a whole device, at least one 4 KiB block for a stripe member.
+fn device_size(
+    value: &str,
+    item: &Item,
+    max: Option<u64>,
+    in_stripe: bool,
+) -> Result<u64, SpecError> {
     let bad = |reason: String| SpecError::BadSize {
         value: value.to_string(),
         item: item.raw.clone(),
@@ -396,10 +420,16 @@ fn device_size(value: &str, item: &Item, max: Option<u64>) -> Result<u64, SpecEr
     if n % SECTOR_SIZE != 0 {
         return Err(bad("not a multiple of 512".into()));
     }
-    if n < MIN_DEVICE_SIZE {
+    if in_stripe && n < MIN_DEVICE_SIZE {
         return Err(bad(format!(
-            "smaller than the {} minimum",
+            "smaller than the {} minimum of a stripe member",
             format_size_iec(MIN_DEVICE_SIZE)
+        )));
+    }
+    if !in_stripe && n < MIN_LABFS_SIZE {
+        return Err(bad(format!(
+            "smaller than the {} labfs needs",
+            format_size_iec(MIN_LABFS_SIZE)
         )));
     }
     if let Some(max) = max.filter(|&m| n > m) {
@@ -508,7 +538,7 @@ fn parse_member(items: &[Item], in_stripe: bool) -> Result<(MemberSpec, usize), 
     match kind {
         "mem" => {
             let size = match arg {
-                Some(v) => device_size(v, first, Some(MAX_MEM_SIZE))?,
+                Some(v) => device_size(v, first, Some(MAX_MEM_SIZE), in_stripe)?,
                 None => DEFAULT_MEM_SIZE,
             };
             let mut latency = LatencyParams::NONE;
@@ -550,7 +580,7 @@ fn parse_member(items: &[Item], in_stripe: bool) -> Result<(MemberSpec, usize), 
                 match (key, value) {
                     ("size", Some(v)) => {
                         note_seen(&mut seen, key, item)?;
-                        spec.size = Some(device_size(v, item, None)?);
+                        spec.size = Some(device_size(v, item, None, in_stripe)?);
                     }
                     ("size", None) => {
                         return Err(SpecError::MissingValue {
@@ -712,10 +742,39 @@ fn parse_stripe(items: &[Item]) -> Result<StripeSpec, SpecError> {
             }
         }
     }
-    Ok(StripeSpec {
+    let stripe = StripeSpec {
         su: su.unwrap_or(DEFAULT_STRIPE_UNIT),
         members,
-    })
+    };
+    if let Some(size) = stripe.size().filter(|&n| n < MIN_LABFS_SIZE) {
+        return Err(SpecError::StripeTooSmall {
+            spec: items
+                .iter()
+                .map(|i| i.raw.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            size,
+        });
+    }
+    Ok(stripe)
+}
+
+impl StripeSpec {
+    /// The stripe's size when every member's size is known from the spec: N times the
+    /// smallest member, rounded down to whole stripe units (as the stripe device sizes
+    /// itself).
+    pub fn size(&self) -> Option<u64> {
+        let mut smallest = u64::MAX;
+        for m in &self.members {
+            let size = match m {
+                MemberSpec::Mem(mem) => mem.size,
+                MemberSpec::File(f) => f.size?,
+            };
+            smallest = smallest.min(size);
+        }
+        let su = self.su.max(1);
+        Some(smallest / su * su * self.members.len() as u64)
+    }
 }
 
 impl FromStr for DeviceSpec {

@@ -86,6 +86,17 @@ pub enum DecodeError {
     /// The input has no lines at all (or only blank ones).
     #[error("no statistics in the input (it is empty)")]
     Empty,
+    /// The last line has no end of line: the text was cut short (a kernel and fslab end every
+    /// line), so its last value may be missing digits.
+    #[error(
+        "stat text line {line} is cut short (no end of line; if the text is complete, end it with a newline): {text:?}"
+    )]
+    Truncated {
+        /// 1-based line number of the last line.
+        line: usize,
+        /// The start of that line.
+        text: String,
+    },
 }
 
 /// One parsed line: its name and its values, as printed.
@@ -119,14 +130,24 @@ pub struct StatFile {
 }
 
 impl StatFile {
-    /// Parse stat text from any kernel version, or from fslab.
+    /// Parse stat text from any kernel version, or from fslab. Every line must end with a
+    /// newline, as every writer of this text ends it: a last line without one was cut short
+    /// ([`DecodeError::Truncated`]).
     pub fn parse(text: &str) -> Result<StatFile, DecodeError> {
         let mut lines = Vec::new();
         let mut first_seen: HashMap<String, usize> = HashMap::new();
+        let unterminated = !text.is_empty() && !text.ends_with('\n');
+        let last = text.lines().count();
         for (i, raw) in text.lines().enumerate() {
             let line_no = i + 1;
             if raw.trim().is_empty() {
                 continue;
+            }
+            if unterminated && line_no == last {
+                return Err(DecodeError::Truncated {
+                    line: line_no,
+                    text: excerpt(raw.trim()),
+                });
             }
             let line = parse_line(raw).map_err(|problem| DecodeError::Malformed {
                 line: line_no,
@@ -222,10 +243,28 @@ impl From<&StatSnapshot> for StatFile {
     }
 }
 
+/// A counter that is smaller in the later snapshot than in the earlier one.
+///
+/// Counters only grow until they wrap, so a small step back cannot be a wrap: the snapshots
+/// are in the wrong order, or from different boots (or a `stats_clear` came between them),
+/// and their difference means nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Regression {
+    /// The line, e.g. `extent_alloc`.
+    pub line: String,
+    /// The field's name (`allocx`), or `field N` on a line fslab does not know.
+    pub field: String,
+    /// Its value in the earlier snapshot.
+    pub before: u64,
+    /// Its value in the later one.
+    pub after: u64,
+}
+
 /// The change between two snapshots: `after - before` per field.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatDiff {
     file: StatFile,
+    regressions: Vec<Regression>,
 }
 
 impl StatDiff {
@@ -234,7 +273,11 @@ impl StatDiff {
     /// Lines follow `after`. Counters wrap at their width (unknown lines are taken as `u32`
     /// when every value on both sides fits in 32 bits, else `u64`); `debug` keeps the
     /// `after` value; a line or field missing from `before` counts from 0.
+    ///
+    /// A counter that went back by less than half its range is not a wrap; each is listed in
+    /// [`StatDiff::regressions`] so the caller can warn that the difference is meaningless.
     pub fn between(before: &StatFile, after: &StatFile) -> StatDiff {
+        let mut regressions = Vec::new();
         let lines = after
             .lines
             .iter()
@@ -248,9 +291,17 @@ impl StatDiff {
                     .enumerate()
                     .map(|(i, &now)| {
                         let was = old.get(i).copied().unwrap_or(0);
-                        let kind = spec
-                            .and_then(|s| s.fields.get(i))
-                            .map_or(FieldKind::Counter, |f| f.kind);
+                        let field = spec.and_then(|s| s.fields.get(i));
+                        let kind = field.map_or(FieldKind::Counter, |f| f.kind);
+                        if kind == FieldKind::Counter && went_back(was, now, width) {
+                            regressions.push(Regression {
+                                line: line.name.clone(),
+                                field: field
+                                    .map_or_else(|| format!("field {}", i + 1), |f| f.name.into()),
+                                before: was,
+                                after: now,
+                            });
+                        }
                         match (kind, width) {
                             (FieldKind::Flag, _) => now,
                             (_, Width::U32) => u64::from((now as u32).wrapping_sub(was as u32)),
@@ -266,7 +317,13 @@ impl StatDiff {
             .collect();
         StatDiff {
             file: StatFile { lines },
+            regressions,
         }
+    }
+
+    /// The counters that went backwards from `before` to `after`, in print order.
+    pub fn regressions(&self) -> &[Regression] {
+        &self.regressions
     }
 
     /// The differences as a [`StatFile`] (gauges hold the wrapped difference).
@@ -348,6 +405,19 @@ fn excerpt(s: &str) -> String {
         out.push_str("...");
     }
     out
+}
+
+/// Whether a counter of `width` read `was` and later `now` stepped back rather than wrapped:
+/// a wrap takes it through the top of its range, so it looks like a step back of more than
+/// half the range; a smaller step back is a real one.
+fn went_back(was: u64, now: u64, width: Width) -> bool {
+    match width {
+        Width::U32 => {
+            let (was, now) = (was as u32, now as u32);
+            now < was && was - now < 1 << 31
+        }
+        Width::U64 => now < was && was - now < 1 << 63,
+    }
 }
 
 fn guess_width(now: &[u64], was: &[u64]) -> Width {
@@ -496,14 +566,61 @@ mod tests {
             Err(DecodeError::Malformed { problem, .. }) => problem,
             other => panic!("{text:?} gave {other:?}"),
         };
-        assert_eq!(problem("1 2 3"), LineProblem::NoName);
-        assert_eq!(problem("log"), LineProblem::NoValues);
-        assert_eq!(problem("log 1 x"), LineProblem::NotANumber("x".into()));
-        assert_eq!(problem("lo-g 1"), LineProblem::BadName("lo-g".into()));
+        assert_eq!(problem("1 2 3\n"), LineProblem::NoName);
+        assert_eq!(problem("log\n"), LineProblem::NoValues);
+        assert_eq!(problem("log 1 x\n"), LineProblem::NotANumber("x".into()));
+        assert_eq!(problem("lo-g 1\n"), LineProblem::BadName("lo-g".into()));
         assert_eq!(
-            problem("log 99999999999999999999"),
+            problem("log 99999999999999999999\n"),
             LineProblem::TooLarge("99999999999999999999".into())
         );
+    }
+
+    #[test]
+    fn a_last_line_without_its_newline_is_refused_as_cut_short() {
+        let err = StatFile::parse("dir 1 2 3 4\nlog 89045 28").unwrap_err();
+        assert_eq!(
+            err,
+            DecodeError::Truncated {
+                line: 2,
+                text: "log 89045 28".into()
+            }
+        );
+        assert!(err.to_string().contains("line 2 is cut short"), "{err}");
+        // Blank lines after the last one are fine; so is a final newline.
+        assert!(StatFile::parse("log 1 2 3 4 5\n\n").is_ok());
+        // A cut anywhere in a full render is refused, never decoded with a shortened value.
+        let full = super::super::XfsStats::new().snapshot().render();
+        for cut in (1..full.len()).filter(|&c| full.as_bytes()[c - 1] != b'\n') {
+            assert!(StatFile::parse(&full[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_step_back_is_a_regression_and_a_wrap_is_not() {
+        assert!(went_back(120_000, 102_762, Width::U32));
+        assert!(
+            !went_back(u64::from(u32::MAX) - 5, 3, Width::U32),
+            "wrapped"
+        );
+        assert!(!went_back(5, 9, Width::U32));
+        assert!(went_back(1 << 40, 1 << 39, Width::U64));
+        let before =
+            StatFile::parse("extent_alloc 120000 5 0 0\nvnodes 9 0 0 0 0 0 0 0\n").unwrap();
+        let after = StatFile::parse("extent_alloc 102762 5 0 0\nvnodes 3 0 0 0 0 0 0 0\n").unwrap();
+        let diff = StatDiff::between(&before, &after);
+        assert_eq!(
+            diff.regressions(),
+            [Regression {
+                line: "extent_alloc".into(),
+                field: "allocx".into(),
+                before: 120_000,
+                after: 102_762,
+            }],
+            "the vnodes gauge may go down"
+        );
+        assert_eq!(diff.file().get("extent_alloc", 0), Some(4_294_950_058));
+        assert!(StatDiff::between(&after, &before).regressions().is_empty());
     }
 
     #[test]

@@ -55,7 +55,7 @@ use std::fmt::Write as _;
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-pub use decode::{DecodeError, LineProblem, StatDiff, StatFile, StatLine, decode_text};
+pub use decode::{DecodeError, LineProblem, Regression, StatDiff, StatFile, StatLine, decode_text};
 pub use host::{HostStatsError, clear_host_stats, read_host_stats, read_host_stats_text};
 
 use layout::{FIRST_BTREE_LINE, U32_LINES, U64_LINES, current_layout};
@@ -67,277 +67,210 @@ pub const NUM_U64: usize = 4;
 /// Fields on every v2 btree line.
 pub const BTREE_FIELDS: usize = 15;
 
+/// Define a counter enum and its `ALL` list from one list of variants, so the names are
+/// written once: `ALL` holds every variant in declaration order, which is the order the
+/// counters are printed in `/proc/fs/xfs/stat`.
+macro_rules! counter_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $( $(#[doc = $doc:literal])* $variant:ident $(= $disc:expr)? ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        $vis enum $name {
+            $( $(#[doc = $doc])* $variant $(= $disc)? ),+
+        }
+
+        impl $name {
+            /// Every variant, in `/proc/fs/xfs/stat` order.
+            pub const ALL: [$name; [$(stringify!($variant)),+].len()] = [$($name::$variant),+];
+        }
+    };
+}
+
 /// Flat index of the first btree counter (`abtb2` lookup): the 76 scalar counters come first.
 const FIRST_BTREE_INDEX: usize = 76;
 
-/// A `u32` counter outside the btree lines, in `/proc/fs/xfs/stat` order.
-///
-/// The discriminant is the counter's flat index in the kernel's `u32` array, so the `qm`
-/// counters start at 256, after the 76 scalar counters and the 12 × 15 btree counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Stat {
-    /// extent_alloc: extents allocated.
-    Allocx,
-    /// extent_alloc: blocks allocated.
-    Allocb,
-    /// extent_alloc: extents freed.
-    Freex,
-    /// extent_alloc: blocks freed.
-    Freeb,
-    /// abt: legacy free-space btree lookups.
-    AbtLookup,
-    /// abt: legacy free-space btree compares.
-    AbtCompare,
-    /// abt: legacy free-space btree inserts.
-    AbtInsrec,
-    /// abt: legacy free-space btree deletes.
-    AbtDelrec,
-    /// blk_map: block-map read calls.
-    BlkMapr,
-    /// blk_map: block-map write calls.
-    BlkMapw,
-    /// blk_map: block-unmap calls.
-    BlkUnmap,
-    /// blk_map: extents added to in-core extent lists.
-    AddExlist,
-    /// blk_map: extents removed from in-core extent lists.
-    DelExlist,
-    /// blk_map: in-core extent list lookups.
-    LookExlist,
-    /// blk_map: in-core extent compares (legacy).
-    CmpExlist,
-    /// bmbt: legacy block-map btree lookups.
-    BmbtLookup,
-    /// bmbt: legacy block-map btree compares.
-    BmbtCompare,
-    /// bmbt: legacy block-map btree inserts.
-    BmbtInsrec,
-    /// bmbt: legacy block-map btree deletes.
-    BmbtDelrec,
-    /// dir: directory lookups.
-    DirLookup,
-    /// dir: directory entries created.
-    DirCreate,
-    /// dir: directory entries removed.
-    DirRemove,
-    /// dir: getdents calls.
-    DirGetdents,
-    /// trans: synchronous commits.
-    TransSync,
-    /// trans: asynchronous commits.
-    TransAsync,
-    /// trans: empty commits.
-    TransEmpty,
-    /// ig: inode cache lookups.
-    IgAttempts,
-    /// ig: found in cache.
-    IgFound,
-    /// ig: found but being recycled.
-    IgFrecycle,
-    /// ig: cache misses.
-    IgMissed,
-    /// ig: duplicate-insert races.
-    IgDup,
-    /// ig: inodes reclaimed.
-    IgReclaims,
-    /// ig: attribute changes.
-    IgAttrchg,
-    /// log: log writes (iclogs submitted).
-    LogWrites,
-    /// log: 512-byte blocks written to the log.
-    LogBlocks,
-    /// log: stalls waiting for an iclog.
-    LogNoiclogs,
-    /// log: log forces.
-    LogForce,
-    /// log: log forces that slept.
-    LogForceSleep,
-    /// push_ail: log space reservations.
-    TryLogspace,
-    /// push_ail: reservations that slept for space.
-    SleepLogspace,
-    /// push_ail: AIL push passes.
-    PushAil,
-    /// push_ail: items pushed.
-    PushAilSuccess,
-    /// push_ail: buffers pushed (legacy).
-    PushAilPushbuf,
-    /// push_ail: items skipped, pinned.
-    PushAilPinned,
-    /// push_ail: items skipped, locked.
-    PushAilLocked,
-    /// push_ail: items skipped, already flushing.
-    PushAilFlushing,
-    /// push_ail: walk restarts (legacy).
-    PushAilRestarts,
-    /// push_ail: log flushes to unpin items.
-    PushAilFlush,
-    /// xstrat: delalloc extents converted by writeback.
-    XstratQuick,
-    /// xstrat: split conversions (legacy).
-    XstratSplit,
-    /// rw: write calls.
-    WriteCalls,
-    /// rw: read calls.
-    ReadCalls,
-    /// attr: xattr gets.
-    AttrGet,
-    /// attr: xattr sets.
-    AttrSet,
-    /// attr: xattr removes.
-    AttrRemove,
-    /// attr: xattr lists.
-    AttrList,
-    /// icluster: inode flushes.
-    IflushCount,
-    /// icluster: cluster flush calls.
-    IclusterFlushcnt,
-    /// icluster: inodes flushed via clusters.
-    IclusterFlushinode,
-    /// vnodes: in-core inodes (a gauge, kept by clear).
-    VnActive,
-    /// vnodes: unused by modern kernels.
-    VnAlloc,
-    /// vnodes: unused by modern kernels.
-    VnGet,
-    /// vnodes: unused by modern kernels.
-    VnHold,
-    /// vnodes: inodes destroyed.
-    VnRele,
-    /// vnodes: inodes marked reclaimable.
-    VnReclaim,
-    /// vnodes: inodes destroyed (same event as rele).
-    VnRemove,
-    /// vnodes: unused by modern kernels.
-    VnFree,
-    /// buf: buffer lookups.
-    BufGet,
-    /// buf: buffers created.
-    BufCreate,
-    /// buf: cached buffers locked.
-    BufGetLocked,
-    /// buf: cached buffers that waited for the lock.
-    BufGetLockedWaited,
-    /// buf: trylock failures.
-    BufBusyLocked,
-    /// buf: cache misses.
-    BufMissLocked,
-    /// buf: page allocation retries.
-    BufPageRetries,
-    /// buf: pages found (legacy).
-    BufPageFound,
-    /// buf: buffer reads.
-    BufGetRead,
-    /// qm: dquots reclaimed.
-    QmDqreclaims = 256,
-    /// qm: dquot reclaim misses.
-    QmDqreclaimMisses,
-    /// qm: duplicate dquots.
-    QmDquotDups,
-    /// qm: dquot cache misses.
-    QmDqcachemisses,
-    /// qm: dquot cache hits.
-    QmDqcachehits,
-    /// qm: dquots wanted.
-    QmDqwants,
-    /// qm: in-core dquots (a gauge).
-    QmDquot,
-    /// qm: unused in-core dquots (a gauge).
-    QmDquotUnused,
+counter_enum! {
+    /// A `u32` counter outside the btree lines, in `/proc/fs/xfs/stat` order.
+    ///
+    /// The discriminant is the counter's flat index in the kernel's `u32` array, so the `qm`
+    /// counters start at 256, after the 76 scalar counters and the 12 × 15 btree counters.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Stat {
+        /// extent_alloc: extents allocated.
+        Allocx,
+        /// extent_alloc: blocks allocated.
+        Allocb,
+        /// extent_alloc: extents freed.
+        Freex,
+        /// extent_alloc: blocks freed.
+        Freeb,
+        /// abt: legacy free-space btree lookups.
+        AbtLookup,
+        /// abt: legacy free-space btree compares.
+        AbtCompare,
+        /// abt: legacy free-space btree inserts.
+        AbtInsrec,
+        /// abt: legacy free-space btree deletes.
+        AbtDelrec,
+        /// blk_map: block-map read calls.
+        BlkMapr,
+        /// blk_map: block-map write calls.
+        BlkMapw,
+        /// blk_map: block-unmap calls.
+        BlkUnmap,
+        /// blk_map: extents added to in-core extent lists.
+        AddExlist,
+        /// blk_map: extents removed from in-core extent lists.
+        DelExlist,
+        /// blk_map: in-core extent list lookups.
+        LookExlist,
+        /// blk_map: in-core extent compares (legacy).
+        CmpExlist,
+        /// bmbt: legacy block-map btree lookups.
+        BmbtLookup,
+        /// bmbt: legacy block-map btree compares.
+        BmbtCompare,
+        /// bmbt: legacy block-map btree inserts.
+        BmbtInsrec,
+        /// bmbt: legacy block-map btree deletes.
+        BmbtDelrec,
+        /// dir: directory lookups.
+        DirLookup,
+        /// dir: directory entries created.
+        DirCreate,
+        /// dir: directory entries removed.
+        DirRemove,
+        /// dir: getdents calls.
+        DirGetdents,
+        /// trans: synchronous commits.
+        TransSync,
+        /// trans: asynchronous commits.
+        TransAsync,
+        /// trans: empty commits.
+        TransEmpty,
+        /// ig: inode cache lookups.
+        IgAttempts,
+        /// ig: found in cache.
+        IgFound,
+        /// ig: found but being recycled.
+        IgFrecycle,
+        /// ig: cache misses.
+        IgMissed,
+        /// ig: duplicate-insert races.
+        IgDup,
+        /// ig: inodes reclaimed.
+        IgReclaims,
+        /// ig: attribute changes.
+        IgAttrchg,
+        /// log: log writes (iclogs submitted).
+        LogWrites,
+        /// log: 512-byte blocks written to the log.
+        LogBlocks,
+        /// log: stalls waiting for an iclog.
+        LogNoiclogs,
+        /// log: log forces.
+        LogForce,
+        /// log: log forces that slept.
+        LogForceSleep,
+        /// push_ail: log space reservations.
+        TryLogspace,
+        /// push_ail: reservations that slept for space.
+        SleepLogspace,
+        /// push_ail: AIL push passes.
+        PushAil,
+        /// push_ail: items pushed.
+        PushAilSuccess,
+        /// push_ail: buffers pushed (legacy).
+        PushAilPushbuf,
+        /// push_ail: items skipped, pinned.
+        PushAilPinned,
+        /// push_ail: items skipped, locked.
+        PushAilLocked,
+        /// push_ail: items skipped, already flushing.
+        PushAilFlushing,
+        /// push_ail: walk restarts (legacy).
+        PushAilRestarts,
+        /// push_ail: log flushes to unpin items.
+        PushAilFlush,
+        /// xstrat: delalloc extents converted by writeback.
+        XstratQuick,
+        /// xstrat: split conversions (legacy).
+        XstratSplit,
+        /// rw: write calls.
+        WriteCalls,
+        /// rw: read calls.
+        ReadCalls,
+        /// attr: xattr gets.
+        AttrGet,
+        /// attr: xattr sets.
+        AttrSet,
+        /// attr: xattr removes.
+        AttrRemove,
+        /// attr: xattr lists.
+        AttrList,
+        /// icluster: inode flushes.
+        IflushCount,
+        /// icluster: cluster flush calls.
+        IclusterFlushcnt,
+        /// icluster: inodes flushed via clusters.
+        IclusterFlushinode,
+        /// vnodes: in-core inodes (a gauge, kept by clear).
+        VnActive,
+        /// vnodes: unused by modern kernels.
+        VnAlloc,
+        /// vnodes: unused by modern kernels.
+        VnGet,
+        /// vnodes: unused by modern kernels.
+        VnHold,
+        /// vnodes: inodes destroyed.
+        VnRele,
+        /// vnodes: inodes marked reclaimable.
+        VnReclaim,
+        /// vnodes: inodes destroyed (same event as rele).
+        VnRemove,
+        /// vnodes: unused by modern kernels.
+        VnFree,
+        /// buf: buffer lookups.
+        BufGet,
+        /// buf: buffers created.
+        BufCreate,
+        /// buf: cached buffers locked.
+        BufGetLocked,
+        /// buf: cached buffers that waited for the lock.
+        BufGetLockedWaited,
+        /// buf: trylock failures.
+        BufBusyLocked,
+        /// buf: cache misses.
+        BufMissLocked,
+        /// buf: page allocation retries.
+        BufPageRetries,
+        /// buf: pages found (legacy).
+        BufPageFound,
+        /// buf: buffer reads.
+        BufGetRead,
+        /// qm: dquots reclaimed.
+        QmDqreclaims = 256,
+        /// qm: dquot reclaim misses.
+        QmDqreclaimMisses,
+        /// qm: duplicate dquots.
+        QmDquotDups,
+        /// qm: dquot cache misses.
+        QmDqcachemisses,
+        /// qm: dquot cache hits.
+        QmDqcachehits,
+        /// qm: dquots wanted.
+        QmDqwants,
+        /// qm: in-core dquots (a gauge).
+        QmDquot,
+        /// qm: unused in-core dquots (a gauge).
+        QmDquotUnused,
+    }
 }
 
 impl Stat {
-    /// Every variant, in `/proc/fs/xfs/stat` order.
-    pub const ALL: [Stat; 84] = {
-        use Stat::*;
-        [
-            Allocx,
-            Allocb,
-            Freex,
-            Freeb,
-            AbtLookup,
-            AbtCompare,
-            AbtInsrec,
-            AbtDelrec,
-            BlkMapr,
-            BlkMapw,
-            BlkUnmap,
-            AddExlist,
-            DelExlist,
-            LookExlist,
-            CmpExlist,
-            BmbtLookup,
-            BmbtCompare,
-            BmbtInsrec,
-            BmbtDelrec,
-            DirLookup,
-            DirCreate,
-            DirRemove,
-            DirGetdents,
-            TransSync,
-            TransAsync,
-            TransEmpty,
-            IgAttempts,
-            IgFound,
-            IgFrecycle,
-            IgMissed,
-            IgDup,
-            IgReclaims,
-            IgAttrchg,
-            LogWrites,
-            LogBlocks,
-            LogNoiclogs,
-            LogForce,
-            LogForceSleep,
-            TryLogspace,
-            SleepLogspace,
-            PushAil,
-            PushAilSuccess,
-            PushAilPushbuf,
-            PushAilPinned,
-            PushAilLocked,
-            PushAilFlushing,
-            PushAilRestarts,
-            PushAilFlush,
-            XstratQuick,
-            XstratSplit,
-            WriteCalls,
-            ReadCalls,
-            AttrGet,
-            AttrSet,
-            AttrRemove,
-            AttrList,
-            IflushCount,
-            IclusterFlushcnt,
-            IclusterFlushinode,
-            VnActive,
-            VnAlloc,
-            VnGet,
-            VnHold,
-            VnRele,
-            VnReclaim,
-            VnRemove,
-            VnFree,
-            BufGet,
-            BufCreate,
-            BufGetLocked,
-            BufGetLockedWaited,
-            BufBusyLocked,
-            BufMissLocked,
-            BufPageRetries,
-            BufPageFound,
-            BufGetRead,
-            QmDqreclaims,
-            QmDqreclaimMisses,
-            QmDquotDups,
-            QmDqcachemisses,
-            QmDqcachehits,
-            QmDqwants,
-            QmDquot,
-            QmDquotUnused,
-        ]
-    };
-
     /// The counter's index in the flat `u32` array (its position in the rendered text).
     pub fn index(self) -> usize {
         self as usize
@@ -373,80 +306,60 @@ fn locate(index: usize) -> (&'static layout::LineSpec, usize) {
     (last, last.fields.len() - 1)
 }
 
-/// A `u64` counter: the three `xpc` byte counters and `defer_relog`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Stat64 {
-    /// xpc: bytes converted from delayed allocation by writeback.
-    XstratBytes,
-    /// xpc: bytes written by write calls.
-    WriteBytes,
-    /// xpc: bytes read by read calls.
-    ReadBytes,
-    /// defer_relog: deferred intent items relogged.
-    DeferRelog,
+counter_enum! {
+    /// A `u64` counter: the three `xpc` byte counters and `defer_relog`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Stat64 {
+        /// xpc: bytes converted from delayed allocation by writeback.
+        XstratBytes,
+        /// xpc: bytes written by write calls.
+        WriteBytes,
+        /// xpc: bytes read by read calls.
+        ReadBytes,
+        /// defer_relog: deferred intent items relogged.
+        DeferRelog,
+    }
 }
 
 impl Stat64 {
-    /// Every variant, in `/proc/fs/xfs/stat` order.
-    pub const ALL: [Stat64; NUM_U64] = [
-        Stat64::XstratBytes,
-        Stat64::WriteBytes,
-        Stat64::ReadBytes,
-        Stat64::DeferRelog,
-    ];
-
     /// Index in the `u64` array.
     pub fn index(self) -> usize {
         self as usize
     }
 }
 
-/// A v2 btree statistics line: 15 operation counters each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BtreeLine {
-    /// `abtb2`: free-space btree by block number (bnobt).
-    Abtb2,
-    /// `abtc2`: free-space btree by extent size (cntbt).
-    Abtc2,
-    /// `bmbt2`: block-map btree.
-    Bmbt2,
-    /// `ibt2`: inode btree.
-    Ibt2,
-    /// `fibt2`: free-inode btree.
-    Fibt2,
-    /// `rmapbt`: reverse-mapping btree.
-    Rmapbt,
-    /// `refcntbt`: reference-count btree.
-    Refcntbt,
-    /// `rmapbt_mem`: in-memory reverse-mapping btree.
-    RmapbtMem,
-    /// `rcbagbt`: in-memory refcount-bag btree.
-    Rcbagbt,
-    /// `rtrmapbt`: realtime reverse-mapping btree.
-    Rtrmapbt,
-    /// `rtrmapbt_mem`: in-memory realtime reverse-mapping btree.
-    RtrmapbtMem,
-    /// `rtrefcntbt`: realtime reference-count btree.
-    Rtrefcntbt,
+counter_enum! {
+    /// A v2 btree statistics line: 15 operation counters each.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum BtreeLine {
+        /// `abtb2`: free-space btree by block number (bnobt).
+        Abtb2,
+        /// `abtc2`: free-space btree by extent size (cntbt).
+        Abtc2,
+        /// `bmbt2`: block-map btree.
+        Bmbt2,
+        /// `ibt2`: inode btree.
+        Ibt2,
+        /// `fibt2`: free-inode btree.
+        Fibt2,
+        /// `rmapbt`: reverse-mapping btree.
+        Rmapbt,
+        /// `refcntbt`: reference-count btree.
+        Refcntbt,
+        /// `rmapbt_mem`: in-memory reverse-mapping btree.
+        RmapbtMem,
+        /// `rcbagbt`: in-memory refcount-bag btree.
+        Rcbagbt,
+        /// `rtrmapbt`: realtime reverse-mapping btree.
+        Rtrmapbt,
+        /// `rtrmapbt_mem`: in-memory realtime reverse-mapping btree.
+        RtrmapbtMem,
+        /// `rtrefcntbt`: realtime reference-count btree.
+        Rtrefcntbt,
+    }
 }
 
 impl BtreeLine {
-    /// Every btree line, in `/proc/fs/xfs/stat` order.
-    pub const ALL: [BtreeLine; 12] = [
-        BtreeLine::Abtb2,
-        BtreeLine::Abtc2,
-        BtreeLine::Bmbt2,
-        BtreeLine::Ibt2,
-        BtreeLine::Fibt2,
-        BtreeLine::Rmapbt,
-        BtreeLine::Refcntbt,
-        BtreeLine::RmapbtMem,
-        BtreeLine::Rcbagbt,
-        BtreeLine::Rtrmapbt,
-        BtreeLine::RtrmapbtMem,
-        BtreeLine::Rtrefcntbt,
-    ];
-
     /// The line name as printed, e.g. `abtb2`.
     pub fn name(self) -> &'static str {
         current_layout()[FIRST_BTREE_LINE + self as usize].name

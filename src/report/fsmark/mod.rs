@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use crate::report::latency;
-use crate::report::progress::Ticker;
+use crate::report::progress::{Position, Ticker};
 use crate::workload::fsmark::{
     LoopReport, LoopStart, Reporter, RunEnd, RunOutcome, RunStart, SyscallKind,
 };
@@ -162,10 +162,16 @@ impl<W: Write> Reporter for Printer<W> {
         self.stop_ticker();
         if self.show_progress {
             let p = start.progress.clone();
-            self.ticker = Ticker::start_if_terminal(
+            self.ticker = Ticker::start_phased_if_terminal(
                 format!("fsmark loop {}", start.index),
-                p.files_total(),
-                move || p.files_done(),
+                move || {
+                    let now = p.snapshot();
+                    Position {
+                        phase: now.phase.name(),
+                        done: now.done,
+                        total: now.total,
+                    }
+                },
             );
         }
         Ok(())

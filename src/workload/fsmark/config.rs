@@ -1,7 +1,7 @@
 //! What one fs_mark run does: the validated configuration and fs_mark's limits.
 //!
 //! [`Config`] is the engine's whole input besides the target and the clock. It is built from
-//! the command line by `crate::cli::fsmark::FsmarkArgs::to_config`, which applies fs_mark 3.3's
+//! the command line by `cli::fsmark::FsmarkArgs::to_config`, which applies fs_mark 3.3's
 //! checks in its order and with its messages (see [`ConfigError`]), so the engine itself never
 //! re-validates: a `Config` with at least one directory and one file per thread is runnable.
 

@@ -25,7 +25,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::thread;
 
 use super::config::Config;
@@ -56,34 +56,126 @@ pub struct RunStart<'a> {
     pub wall: WallTime,
 }
 
-/// Files created so far in the running iteration, one counter per worker.
-#[derive(Debug)]
-pub struct Progress {
-    slots: Vec<PaddedCounter>,
-    total: u64,
+/// The part of an iteration a worker is in, in the order it goes through them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Phase {
+    /// The write loop: create, write, (fsync,) close each file.
+    Creating = 0,
+    /// The post-loop sync phases (`-S 2..7`): sync(), syncfs(), reopen-and-fsync passes.
+    Syncing = 1,
+    /// The unlink pass.
+    Unlinking = 2,
+    /// Finished.
+    Done = 3,
 }
 
-/// A counter on its own cache line, so workers never contend.
-#[derive(Debug, Default)]
-#[repr(align(64))]
-struct PaddedCounter(AtomicU64);
-
-impl Progress {
-    fn new(workers: usize, files_per_worker: u64) -> Progress {
-        Progress {
-            slots: (0..workers).map(|_| PaddedCounter::default()).collect(),
-            total: workers as u64 * files_per_worker,
+impl Phase {
+    /// The phase in a word, for a progress display.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Creating => "creating",
+            Phase::Syncing => "syncing",
+            Phase::Unlinking => "unlinking",
+            Phase::Done => "done",
         }
     }
 
-    /// Files created so far, all workers.
-    pub fn files_done(&self) -> u64 {
-        self.slots.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()
+    fn from_u8(v: u8) -> Phase {
+        match v {
+            0 => Phase::Creating,
+            1 => Phase::Syncing,
+            2 => Phase::Unlinking,
+            _ => Phase::Done,
+        }
+    }
+}
+
+/// How far the running iteration is: each worker's phase and the steps it has done in it.
+#[derive(Debug)]
+pub struct Progress {
+    slots: Vec<WorkerProgress>,
+    /// Steps one worker takes in each phase (indexed by `Phase as usize`, `Done` excluded).
+    steps: [u64; 3],
+}
+
+/// One worker's phase and step count, on its own cache line so workers never contend.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub(crate) struct WorkerProgress {
+    phase: AtomicU8,
+    done: AtomicU64,
+}
+
+impl WorkerProgress {
+    /// The worker moves on to `phase`, with no step of it done yet.
+    pub(crate) fn enter(&self, phase: Phase) {
+        self.done.store(0, Ordering::Relaxed);
+        self.phase.store(phase as u8, Ordering::Release);
     }
 
-    /// Files the iteration will create.
-    pub fn files_total(&self) -> u64 {
-        self.total
+    /// The worker did one more step (a file) of its phase.
+    pub(crate) fn step(&self) {
+        self.done.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A snapshot of an iteration's progress, as the slowest worker sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhaseProgress {
+    /// The earliest phase any worker is still in.
+    pub phase: Phase,
+    /// Steps done in that phase, all workers (a worker past it counts all of its steps).
+    pub done: u64,
+    /// Steps the phase has, all workers (0 when it is not counted in steps, e.g. a sync()).
+    pub total: u64,
+}
+
+impl Progress {
+    fn new(workers: usize, config: &Config) -> Progress {
+        let n = u64::from(config.num_files);
+        let p = config.sync.phases();
+        let reopens =
+            n * (u64::from(p.post_in_order) + u64::from(p.post_reverse)) + u64::from(p.first_file);
+        Progress {
+            slots: (0..workers).map(|_| WorkerProgress::default()).collect(),
+            steps: [n, reopens, if config.keep_files { 0 } else { n }],
+        }
+    }
+
+    /// Where the iteration is.
+    pub fn snapshot(&self) -> PhaseProgress {
+        let phases: Vec<(Phase, u64)> = self
+            .slots
+            .iter()
+            .map(|s| {
+                let phase = Phase::from_u8(s.phase.load(Ordering::Acquire));
+                (phase, s.done.load(Ordering::Relaxed))
+            })
+            .collect();
+        let phase = phases.iter().map(|&(p, _)| p).min().unwrap_or(Phase::Done);
+        let per_worker = self.steps.get(phase as usize).copied().unwrap_or(0);
+        let done = phases
+            .iter()
+            .map(|&(p, d)| if p > phase { per_worker } else { d })
+            .sum();
+        PhaseProgress {
+            phase,
+            done,
+            total: per_worker * self.slots.len() as u64,
+        }
+    }
+
+    /// Files created so far in the iteration, all workers.
+    pub fn files_done(&self) -> u64 {
+        let created = self.steps[0];
+        self.slots
+            .iter()
+            .map(|s| match Phase::from_u8(s.phase.load(Ordering::Acquire)) {
+                Phase::Creating => s.done.load(Ordering::Relaxed),
+                _ => created,
+            })
+            .sum()
     }
 }
 
@@ -246,7 +338,7 @@ fn run_iteration(
         let mut handles = Vec::with_capacity(config.threads as usize);
         for slot in 0..config.threads as usize {
             let (wenv, abort) = (&wenv, &abort);
-            let counter = &progress.slots[slot].0;
+            let counter = &progress.slots[slot];
             let spawned = thread::Builder::new()
                 .name(format!("fsmark-{slot}"))
                 .spawn_scoped(s, move || {
@@ -317,10 +409,7 @@ pub fn run(
     let mut index = 0u32;
     let end = loop {
         index += 1;
-        let progress = Arc::new(Progress::new(
-            config.threads as usize,
-            u64::from(config.num_files),
-        ));
+        let progress = Arc::new(Progress::new(config.threads as usize, config));
         reporter
             .loop_started(&LoopStart {
                 index,
@@ -381,6 +470,41 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_follows_the_slowest_worker_through_the_phases() {
+        let mut c = Config::new("/d");
+        c.num_files = 10;
+        c.threads = 2;
+        c.sync = crate::workload::fsmark::SyncMethod::PostReverse;
+        let p = Progress::new(2, &c);
+        let snap = |phase, done, total| PhaseProgress { phase, done, total };
+        assert_eq!(p.snapshot(), snap(Phase::Creating, 0, 20));
+        for _ in 0..4 {
+            p.slots[0].step();
+        }
+        assert_eq!(p.snapshot(), snap(Phase::Creating, 4, 20));
+        assert_eq!(p.files_done(), 4);
+        // Worker 0 moves on: it counts as all of its creates while worker 1 still creates.
+        p.slots[0].enter(Phase::Syncing);
+        p.slots[1].step();
+        assert_eq!(p.snapshot(), snap(Phase::Creating, 11, 20));
+        p.slots[1].enter(Phase::Syncing);
+        p.slots[1].step();
+        assert_eq!(
+            p.snapshot(),
+            snap(Phase::Syncing, 1, 20),
+            "one reverse pass each"
+        );
+        assert_eq!(p.files_done(), 20);
+        p.slots[0].enter(Phase::Unlinking);
+        p.slots[1].enter(Phase::Unlinking);
+        p.slots[0].step();
+        assert_eq!(p.snapshot(), snap(Phase::Unlinking, 1, 20));
+        p.slots[0].enter(Phase::Done);
+        p.slots[1].enter(Phase::Done);
+        assert_eq!(p.snapshot().phase, Phase::Done);
+    }
 
     #[test]
     fn fs_use_counts_reserved_blocks_as_used_and_truncates() {

@@ -27,6 +27,9 @@ pub mod naming;
 mod worker;
 
 pub use config::{Config, ConfigError, SubdirPolicy, SyncMethod};
-pub use driver::{LoopReport, LoopStart, Reporter, RunEnd, RunEnv, RunOutcome, RunStart, run};
+pub use driver::{
+    LoopReport, LoopStart, Phase, PhaseProgress, Progress, Reporter, RunEnd, RunEnv, RunOutcome,
+    RunStart, run,
+};
 pub use error::FsmarkError;
 pub use metrics::{LatencySet, LoopStats, MinAvgMax, Summary, SyscallKind};

@@ -28,9 +28,10 @@ use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::config::{Config, SyncPhases};
+use super::driver::{Phase, WorkerProgress};
 use super::error::FsmarkError;
 use super::metrics::{LatencySet, SyscallKind, ThreadTimings};
 use super::naming::{NameLayout, Random, SubdirChooser, push_subdir_name};
@@ -220,12 +221,12 @@ pub(crate) fn seed(micros: u32, slot: usize) -> u32 {
     micros ^ ((slot as u32) << 20)
 }
 
-/// Run one iteration of worker `slot` in `dir`; `progress` counts its created files.
+/// Run one iteration of worker `slot` in `dir`, reporting its phase and steps to `progress`.
 pub(crate) fn run_worker(
     env: &WorkerEnv<'_>,
     slot: usize,
     dir: &Path,
-    progress: &AtomicU64,
+    progress: &WorkerProgress,
 ) -> Result<WorkerOutput, WorkerError> {
     let cfg = env.config;
     let start = env.clock.wall();
@@ -316,7 +317,7 @@ pub(crate) fn run_worker(
         w.sample(SyscallKind::Close, d);
 
         created += 1;
-        progress.store(created as u64, Ordering::Relaxed);
+        progress.step();
         if env.abort.load(Ordering::Relaxed) {
             return Err(WorkerError::Aborted);
         }
@@ -333,6 +334,7 @@ pub(crate) fn run_worker(
         phases
     };
 
+    progress.enter(Phase::Syncing);
     if phases.sync_syscall {
         let t0 = env.clock.now_us();
         env.target
@@ -358,6 +360,7 @@ pub(crate) fn run_worker(
     let mut reopen = |w: &mut Worker<'_>, i: usize, sum_only: bool| {
         set_file(&mut path, dir_len, files.subdir(i), files.name(i));
         let d = w.reopen_fsync(as_path(&path))?;
+        progress.step();
         if sum_only {
             w.t.fsync.record_sum_only(d);
         } else {
@@ -389,6 +392,7 @@ pub(crate) fn run_worker(
     w.t.loop_us = w.elapsed(loop_start);
 
     if !cfg.keep_files {
+        progress.enter(Phase::Unlinking);
         for i in 0..created {
             set_file(&mut path, dir_len, files.subdir(i), files.name(i));
             let p = as_path(&path);
@@ -399,8 +403,10 @@ pub(crate) fn run_worker(
             let d = w.elapsed(t0);
             w.t.unlink.record(d);
             w.sample(SyscallKind::Unlink, d);
+            progress.step();
         }
     }
+    progress.enter(Phase::Done);
 
     Ok(WorkerOutput {
         timings: w.t,

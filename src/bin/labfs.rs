@@ -1,0 +1,7 @@
+//! labfs: make, check, describe and decode labfs images, as xfsprogs does for XFS.
+//!
+//! The command line and output are `fslab::cli::labfs`'s; the work is `fslab::fs::admin`'s.
+
+fn main() -> std::process::ExitCode {
+    fslab::cli::labfs::main()
+}

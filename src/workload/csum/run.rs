@@ -1,0 +1,397 @@
+//! Running a workload on a fresh labfs with the `crc32c` tracepoint aggregated.
+//!
+//! [`measure`] makes labfs on the device, mounts it with the checksum mode asked for, lets the
+//! workload set up (unmeasured), clears the statistics (as `stats_clear` would), starts a trace
+//! session keeping [`super::calls::hist_specs`], runs the measured phase, then reads the
+//! histograms and the stat block before unmounting. Nothing but the workload runs between the
+//! start and the end of the session, so every checksum counted is one the workload caused.
+//!
+//! Two runs of the same [`Workload`] do the same operations: fs_mark's names come from the
+//! wall clock, which [`PinnedClock`] holds still, and the oltp mix draws from a fixed seed. So
+//! a `single` run and a `split` run checksum the same structures, and their difference is the
+//! update method alone.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+
+use super::calls::{CallProfile, ProfileError, hist_specs};
+use super::oltp::{self, OltpConfig, OltpError};
+use crate::backend::open::{BackendConfig, LabConfig, OpenError, OpenedBackend, open};
+use crate::backend::{Errno, Target, TargetError, mkdir_parents};
+use crate::fs::cksum::{CksumMode, CrcEngine};
+use crate::fs::stats::StatFile;
+use crate::trace::{TraceConfig, TraceError};
+use crate::workload::fsmark::{self, FsmarkError};
+use crate::workload::{Clock, SystemClock, WallTime};
+
+/// The built-in workloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    /// Small files with fsync: fs_mark `-S 1 -s 4096`, one thread.
+    FsmarkS1,
+    /// A database-like mix: 16 KiB random writes with frequent fsync in a few large files,
+    /// plus temporary files created and removed ([`OltpConfig::default`]).
+    Oltp,
+}
+
+impl Profile {
+    /// Every profile.
+    pub const ALL: [Profile; 2] = [Profile::FsmarkS1, Profile::Oltp];
+
+    /// Files per fsmark-s1 run unless `--ops` says otherwise.
+    pub const FSMARK_S1_FILES: u32 = 1000;
+
+    /// The profile's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::FsmarkS1 => "fsmark-s1",
+            Profile::Oltp => "oltp",
+        }
+    }
+
+    /// The profile named `name`.
+    pub fn from_name(name: &str) -> Option<Profile> {
+        Profile::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The workload, with `ops` (files for fsmark-s1, random writes for oltp) if given.
+    pub fn workload(self, ops: Option<u64>) -> Result<Workload, OpsError> {
+        match self {
+            Profile::FsmarkS1 => {
+                let files = match ops {
+                    None => Profile::FSMARK_S1_FILES,
+                    Some(n) => u32::try_from(n)
+                        .ok()
+                        .filter(|&n| (1..=fsmark::config::MAX_FILES).contains(&n))
+                        .ok_or(OpsError::Files(n))?,
+                };
+                let dir = PathBuf::from("/csumhist");
+                let mut config = fsmark::Config::new(&dir);
+                config.num_files = files;
+                config.file_size = 4096;
+                config.io_size = 4096;
+                config.sync = fsmark::SyncMethod::FsyncBeforeClose;
+                let command = format!("fsmark -d {} -n {files} -s 4096 -S 1", dir.display());
+                Ok(Workload::Fsmark { config, command })
+            }
+            Profile::Oltp => {
+                let mut config = OltpConfig::default();
+                if let Some(n) = ops {
+                    if n == 0 {
+                        return Err(OpsError::Writes);
+                    }
+                    config.writes = n;
+                }
+                Ok(Workload::Oltp(config))
+            }
+        }
+    }
+}
+
+/// An `--ops` value a profile cannot use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum OpsError {
+    /// fsmark-s1 takes 1..=1,000,000 files.
+    #[error("--ops {0}: fsmark-s1 creates 1 to {max} files", max = fsmark::config::MAX_FILES)]
+    Files(u64),
+    /// oltp needs at least one write.
+    #[error("--ops 0: oltp needs at least one write")]
+    Writes,
+}
+
+/// A workload csumhist can measure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Workload {
+    /// An fs_mark run: the `fsmark-s1` profile or any fsmark command line.
+    Fsmark {
+        /// The validated run.
+        config: fsmark::Config,
+        /// The command line it came from, for headers.
+        command: String,
+    },
+    /// The oltp mix.
+    Oltp(OltpConfig),
+}
+
+/// How a measured workload went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadRun {
+    /// Wall time of the measured phase.
+    pub elapsed: Duration,
+    /// What it did, in one line (`1000 files created, fsync'd and removed`).
+    pub summary: String,
+    /// Whether an interrupt cut it short.
+    pub interrupted: bool,
+}
+
+/// A clock whose wall time stands still: fs_mark draws its file names from the wall clock,
+/// and two runs that must create the same names (one per checksum mode) need the same time.
+/// Durations still come from the monotonic clock.
+#[derive(Debug, Clone, Copy)]
+pub struct PinnedClock {
+    wall: WallTime,
+}
+
+impl PinnedClock {
+    /// A clock whose wall time is `wall` forever.
+    pub fn at(wall: WallTime) -> PinnedClock {
+        PinnedClock { wall }
+    }
+}
+
+impl Clock for PinnedClock {
+    fn now_us(&self) -> u64 {
+        SystemClock.now_us()
+    }
+
+    fn wall(&self) -> WallTime {
+        self.wall
+    }
+}
+
+/// The fixed wall time csumhist's fs_mark runs see: 2016-10-28 05:02:18 UTC, the minute the
+/// thread's histogram was posted.
+pub const PINNED_WALL: WallTime = WallTime {
+    secs: 1_477_630_938,
+    micros: 0,
+};
+
+/// How far a measured workload has got, for a progress bar: files (fsmark) or writes (oltp).
+///
+/// fs_mark's workers count their files in the iteration's own counters; the iteration in
+/// progress is kept here so [`LiveProgress::done`] can read them while it runs.
+#[derive(Debug, Default)]
+pub struct LiveProgress {
+    /// Units finished outside a running fs_mark iteration (oltp writes; past iterations).
+    done: AtomicU64,
+    /// The running fs_mark iteration's counters.
+    iteration: Mutex<Option<Arc<fsmark::driver::Progress>>>,
+}
+
+impl LiveProgress {
+    /// Units done so far.
+    pub fn done(&self) -> u64 {
+        let running = self.iteration.lock().as_ref().map_or(0, |p| p.files_done());
+        self.done.load(Ordering::Relaxed) + running
+    }
+}
+
+/// An fs_mark reporter that prints nothing (csumhist reports checksums, not files/sec) and
+/// keeps the live progress.
+struct Quiet<'a> {
+    progress: &'a LiveProgress,
+}
+
+impl fsmark::Reporter for Quiet<'_> {
+    fn run_started(&mut self, _: &fsmark::RunStart<'_>) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn loop_started(&mut self, start: &fsmark::LoopStart) -> std::io::Result<()> {
+        *self.progress.iteration.lock() = Some(Arc::clone(&start.progress));
+        Ok(())
+    }
+    fn loop_finished(&mut self, _: &fsmark::LoopReport) -> std::io::Result<()> {
+        if let Some(p) = self.progress.iteration.lock().take() {
+            self.progress
+                .done
+                .fetch_add(p.files_done(), Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+impl Workload {
+    /// One line saying what runs.
+    pub fn describe(&self) -> String {
+        match self {
+            Workload::Fsmark { command, .. } => command.clone(),
+            Workload::Oltp(c) => format!("oltp: {}", c.describe()),
+        }
+    }
+
+    /// Unmeasured setup: the `-d` directories (and their parents) on the fresh labfs, or
+    /// oltp's data files.
+    pub fn prepare(&self, target: &dyn Target) -> Result<(), CsumError> {
+        match self {
+            Workload::Fsmark { config, .. } => {
+                for dir in &config.dirs {
+                    let setup = |source| CsumError::Setup {
+                        path: dir.clone(),
+                        source,
+                    };
+                    mkdir_parents(target, dir).map_err(setup)?;
+                    match target.mkdir(dir, 0o755) {
+                        Ok(()) => {}
+                        Err(e) if e.errno == Errno::EEXIST => {}
+                        Err(e) => return Err(setup(e)),
+                    }
+                }
+                Ok(())
+            }
+            Workload::Oltp(c) => Ok(oltp::prepare(target, c)?),
+        }
+    }
+
+    /// The measured phase; `progress` follows the files (fsmark) or writes (oltp) done.
+    pub fn run(
+        &self,
+        target: &dyn Target,
+        interrupt: Option<&AtomicBool>,
+        progress: &LiveProgress,
+    ) -> Result<WorkloadRun, CsumError> {
+        let started = Instant::now();
+        match self {
+            Workload::Fsmark { config, .. } => {
+                let clock = PinnedClock::at(PINNED_WALL);
+                let env = fsmark::RunEnv {
+                    target,
+                    clock: &clock,
+                    interrupt,
+                };
+                let outcome = fsmark::run(&env, config, &mut Quiet { progress })?;
+                let files = u64::from(config.num_files)
+                    * u64::from(config.threads)
+                    * outcome.rates.len() as u64;
+                let fate = if config.keep_files { "kept" } else { "removed" };
+                let sync = if config.sync == fsmark::SyncMethod::NoSync {
+                    String::new()
+                } else {
+                    format!(" (-S {})", config.sync.number())
+                };
+                Ok(WorkloadRun {
+                    elapsed: started.elapsed(),
+                    summary: format!(
+                        "{files} files of {} bytes created{sync}, {fate}",
+                        config.file_size
+                    ),
+                    interrupted: outcome.end == fsmark::RunEnd::Interrupted,
+                })
+            }
+            Workload::Oltp(c) => {
+                let out = oltp::run(target, c, interrupt, &progress.done)?;
+                Ok(WorkloadRun {
+                    elapsed: started.elapsed(),
+                    summary: format!(
+                        "{} writes, {} fsyncs, {} temporary files created and removed",
+                        out.writes, out.fsyncs, out.creates
+                    ),
+                    interrupted: out.interrupted,
+                })
+            }
+        }
+    }
+}
+
+/// One measured run.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// The checksum update mode of this run.
+    pub mode: CksumMode,
+    /// The CRC engine.
+    pub engine: CrcEngine,
+    /// The backend line (`labfs on mem:1g (...)`).
+    pub backend: String,
+    /// How the workload went.
+    pub workload: WorkloadRun,
+    /// Every checksum helper call of the measured phase.
+    pub calls: CallProfile,
+    /// XFS statistics of the measured phase (cleared at its start).
+    pub stats: StatFile,
+}
+
+/// A measurement that failed.
+#[derive(Debug, Error)]
+pub enum CsumError {
+    /// The device could not be opened, or labfs not made and mounted on it.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// A workload directory could not be made.
+    #[error("cannot create the parents of {} on labfs: {source}", path.display())]
+    Setup {
+        /// The directory.
+        path: PathBuf,
+        /// What labfs said.
+        source: TargetError,
+    },
+    /// The fs_mark workload failed.
+    #[error("fsmark: {0}")]
+    Fsmark(#[from] FsmarkError),
+    /// The oltp workload failed.
+    #[error(transparent)]
+    Oltp(#[from] OltpError),
+    /// The trace session could not start or finish.
+    #[error("trace: {0}")]
+    Trace(#[from] TraceError),
+    /// The session did not hold the histograms.
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    /// Unmounting (writing everything back) failed.
+    #[error("unmounting labfs: {0}")]
+    Unmount(#[source] TargetError),
+}
+
+/// Run `workload` with checksum mode `mode` on a labfs made fresh on `lab`'s device (with
+/// its `-o` options; the cksum option is `mode` whatever `lab` says), tracing every checksum.
+pub fn measure(
+    lab: &LabConfig,
+    mode: CksumMode,
+    workload: &Workload,
+    interrupt: Option<&AtomicBool>,
+    progress: &LiveProgress,
+) -> Result<Measured, CsumError> {
+    let mut lab = lab.clone();
+    lab.options.mount.cksum = mode;
+    lab.mkfs = true;
+    let engine = lab.options.mount.crc;
+    let opened = open(&BackendConfig::Lab(lab))?;
+    let measured = measure_on(&opened, workload, interrupt, progress);
+    // Unmount whatever happened; a run failure is the one worth reporting first.
+    let unmounted = opened.finish().map_err(CsumError::Unmount);
+    let (backend, run, calls, stats) = measured?;
+    unmounted?;
+    Ok(Measured {
+        mode,
+        engine,
+        backend,
+        workload: run,
+        calls,
+        stats,
+    })
+}
+
+/// The measured part of [`measure`], on an opened labfs.
+fn measure_on(
+    opened: &OpenedBackend,
+    workload: &Workload,
+    interrupt: Option<&AtomicBool>,
+    progress: &LiveProgress,
+) -> Result<(String, WorkloadRun, CallProfile, StatFile), CsumError> {
+    let OpenedBackend::Lab(lab) = opened else {
+        unreachable!("measure opens labfs only");
+    };
+    let target: &dyn Target = lab.as_ref();
+    workload.prepare(target)?;
+    let stats = &lab.fs().stats;
+    stats.mount().clear();
+    let session = TraceConfig {
+        histograms: hist_specs(),
+        ..TraceConfig::default()
+    }
+    .start()?;
+    let run = workload.run(target, interrupt, progress);
+    let summary = session.finish()?;
+    let run = run?;
+    let snapshot = StatFile::from(&stats.mount().snapshot());
+    Ok((
+        opened.describe(),
+        run,
+        CallProfile::from_summary(&summary)?,
+        snapshot,
+    ))
+}
