@@ -105,9 +105,13 @@ pub enum MountError {
     /// Mounting, serving or the final write-back failed.
     #[error(transparent)]
     Fuse(#[from] FuseError),
-    /// The background copy could not be started or failed before mounting.
+    /// The background copy could not be started, or was killed before mounting.
     #[error("cannot start the mount daemon: {0}")]
     Daemon(String),
+    /// The background copy failed before mounting, and has said why on stderr: its exit
+    /// status is the command's, with nothing more to print.
+    #[error("the mount daemon failed before mounting (exit status {})", .0.code())]
+    DaemonFailed(ExitStatus),
     /// `umount` of something that is not a labfs mount.
     #[error("{}: not a labfs mount", .0.display())]
     NotMounted(PathBuf),
@@ -131,8 +135,15 @@ impl MountError {
             | MountError::NotADirectory(_)
             | MountError::NotMounted(_)
             | MountError::NoLabfs { .. } => ExitStatus::Usage,
+            MountError::DaemonFailed(status) => *status,
             _ => ExitStatus::Failure,
         }
+    }
+
+    /// Whether the error has been printed already (by the background copy), so the command
+    /// only exits with its status.
+    pub fn already_reported(&self) -> bool {
+        matches!(self, MountError::DaemonFailed(_))
     }
 }
 
@@ -227,10 +238,11 @@ fn spawn_daemon() -> Result<(), MountError> {
     let status = child
         .wait()
         .map_err(|e| MountError::Daemon(e.to_string()))?;
-    Err(MountError::Daemon(match status.code() {
-        Some(c) => format!("it exited with status {c}"),
-        None => "it was killed".into(),
-    }))
+    Err(match status.code() {
+        Some(2) => MountError::DaemonFailed(ExitStatus::Usage),
+        Some(_) => MountError::DaemonFailed(ExitStatus::Failure),
+        None => MountError::Daemon("it was killed before mounting".into()),
+    })
 }
 
 /// What the daemon prints when the mount is in place.
