@@ -5,7 +5,7 @@
 //! `invariants.md` (and their test oracles), `tools.md`.
 //!
 //! - [`cli`]: the binaries' layer: each flag defined once, each tool's command, and the tool
-//!   skeleton ([`cli::tool`]) every binary's `main` runs through.
+//!   skeleton ([`cli::tool`]) every binary's `main` is built on.
 //! - [`backend`]: the [`backend::Target`] trait, the VFS-like surface a workload sees, its
 //!   implementations (host system calls; labfs), and opening either from a plain config.
 //! - [`workload`]: the workload engines (fs_mark loop, ...), written once, target-agnostic.

@@ -108,7 +108,7 @@ pub fn parse_rate(s: &str) -> Result<u64, UnitError> {
 /// (`1g`, `64k`, `1536`).
 pub fn format_size_spec(bytes: u64) -> String {
     for (shift, unit) in [(50, "p"), (40, "t"), (30, "g"), (20, "m"), (10, "k")] {
-        if bytes != 0 && bytes % (1u64 << shift) == 0 {
+        if bytes != 0 && bytes.is_multiple_of(1u64 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }
@@ -124,7 +124,7 @@ pub fn format_size_iec(bytes: u64) -> String {
         (20, "MiB"),
         (10, "KiB"),
     ] {
-        if bytes != 0 && bytes % (1u64 << shift) == 0 {
+        if bytes != 0 && bytes.is_multiple_of(1u64 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }
@@ -135,7 +135,7 @@ pub fn format_size_iec(bytes: u64) -> String {
 pub fn format_duration_spec(d: Duration) -> String {
     let ns = d.as_nanos();
     for (per, unit) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
-        if ns != 0 && ns % per == 0 {
+        if ns != 0 && ns.is_multiple_of(per) {
             return format!("{}{unit}", ns / per);
         }
     }

@@ -6,13 +6,15 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 
 use fslab::cli::fsmark::FsmarkArgs;
 use fslab::testing::{Call, Op, Record, RecordingTarget, VirtualClock};
+use fslab::workload::Clock;
 use fslab::workload::fsmark::{
-    self, Config, FsmarkError, LoopReport, MinAvgMax, Reporter, RunEnd, RunEnv, RunOutcome,
-    RunStart,
+    self, Config, FsmarkError, LoopReport, LoopStart, MinAvgMax, Phase, PhaseProgress, Progress,
+    Reporter, RunEnd, RunEnv, RunOutcome, RunStart,
 };
 
 use clap::Parser;
@@ -639,4 +641,114 @@ fn preflight_refuses_a_file_as_directory_and_a_missing_parent() {
     let out = run_on(&target, &clock, &config("-d /f -n 1"));
     assert_eq!(out.result.unwrap_err().to_string(), "/f is not a directory");
     assert_eq!(out.seen.headers, 0);
+}
+
+/// A clock that, each time a worker reads it (before and after every timed call), also
+/// records where the running iteration's progress counters stand, as the progress bar's
+/// poll would see them at that instant.
+struct SamplingClock {
+    clock: Arc<VirtualClock>,
+    progress: Mutex<Option<Arc<Progress>>>,
+    samples: Mutex<Vec<PhaseProgress>>,
+}
+
+impl Clock for SamplingClock {
+    fn now_us(&self) -> u64 {
+        if let Some(p) = self.progress.lock().expect("lock").as_ref() {
+            let now = p.snapshot();
+            let mut samples = self.samples.lock().expect("lock");
+            if samples.last() != Some(&now) {
+                samples.push(now);
+            }
+        }
+        self.clock.now_us()
+    }
+
+    fn wall(&self) -> fslab::workload::WallTime {
+        self.clock.wall()
+    }
+}
+
+/// A reporter that hands each iteration's progress counters to the sampling clock.
+struct HandOver<'a>(&'a SamplingClock);
+
+impl Reporter for HandOver<'_> {
+    fn run_started(&mut self, _: &RunStart<'_>) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn loop_started(&mut self, start: &LoopStart) -> std::io::Result<()> {
+        *self.0.progress.lock().expect("lock") = Some(Arc::clone(&start.progress));
+        Ok(())
+    }
+
+    fn loop_finished(&mut self, _: &LoopReport) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Every distinct progress snapshot taken at the workers' clock reads during one run.
+fn progress_samples(args: &str) -> Vec<PhaseProgress> {
+    let clock = Arc::new(VirtualClock::new(1_000));
+    let target = priced(&clock);
+    let sampling = SamplingClock {
+        clock: Arc::clone(&clock),
+        progress: Mutex::new(None),
+        samples: Mutex::new(Vec::new()),
+    };
+    let env = RunEnv {
+        target: &target,
+        clock: &sampling,
+        interrupt: None,
+    };
+    fsmark::run(&env, &config(args), &mut HandOver(&sampling)).expect("run");
+    sampling.samples.into_inner().expect("lock")
+}
+
+/// The phases the samples went through, in order, each with its total and the counts seen.
+fn phase_walk(samples: &[PhaseProgress]) -> Vec<(Phase, u64, Vec<u64>)> {
+    let mut walk: Vec<(Phase, u64, Vec<u64>)> = Vec::new();
+    for s in samples {
+        match walk.last_mut() {
+            Some((phase, total, counts)) if *phase == s.phase => {
+                assert_eq!(*total, s.total, "a phase's total is fixed: {samples:?}");
+                counts.push(s.done);
+            }
+            _ => walk.push((s.phase, s.total, vec![s.done])),
+        }
+    }
+    walk
+}
+
+#[test]
+fn progress_walks_the_workers_through_creating_syncing_and_unlinking_with_their_counts() {
+    // -S 4: sync(), then reopen and fsync each file in reverse order, then unlink each. One
+    // worker reads the clock around each call, so it sees every count of every phase (the
+    // count before each file's calls; the reverse pass also times the loop at its end).
+    let walk = phase_walk(&progress_samples("-d /d -n 4 -s 10 -S 4"));
+    assert_eq!(
+        walk,
+        [
+            (Phase::Creating, 4, vec![0, 1, 2, 3]),
+            (Phase::Syncing, 4, vec![0, 1, 2, 3, 4]),
+            (Phase::Unlinking, 4, vec![0, 1, 2, 3]),
+        ]
+    );
+
+    // Two workers, keeping the files (-k): no unlink phase. The slowest worker names the
+    // phase and a worker past it counts all its steps, so counts never go back while the
+    // phase lasts; -S 2's sync phase is one sync() and one reopen of each worker's first file.
+    let walk = phase_walk(&progress_samples("-d /d -t 2 -n 3 -s 0 -S 2 -k"));
+    let phases: Vec<(Phase, u64)> = walk.iter().map(|w| (w.0, w.1)).collect();
+    assert_eq!(
+        phases,
+        [(Phase::Creating, 6), (Phase::Syncing, 2)],
+        "{walk:?}"
+    );
+    for (phase, total, counts) in &walk {
+        assert!(
+            counts.windows(2).all(|w| w[0] <= w[1]) && counts.iter().all(|c| c <= total),
+            "{phase:?}: {walk:?}"
+        );
+    }
 }

@@ -1,8 +1,9 @@
 //! The binaries' layer: every flag a binary has, each defined once, and the one skeleton
-//! every binary's `main` runs through.
+//! every binary's `main` is built on.
 //!
 //! - [`tool`]: the skeleton: parse, early exits, output files, the backend, the observer,
-//!   SIGINT, the engine, teardown and the exit status, for any [`tool::Command`].
+//!   SIGINT, the engine, teardown and the exit status, for any [`tool::Command`] (fsmark);
+//!   tools that cannot run as one pipeline (csumhist, the labfs admin tool) use its pieces.
 //! - [`backend_args`]: `--fs`, `--device`, `-o`, `--mkfs`.
 //! - [`observe`]: `--trace*` and `--stats*`, and the [`observe::Observer`] they configure.
 //! - [`interrupt`]: the two-stage Ctrl-C.
@@ -53,5 +54,39 @@ impl ExitStatus {
 impl From<ExitStatus> for ExitCode {
     fn from(status: ExitStatus) -> ExitCode {
         ExitCode::from(status.code())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// Binaries only parse and print through this layer: each file in `src/bin` is a few
+    /// lines whose `main` hands the process to a `fslab::cli` entry point, so all logic stays
+    /// in the library where it is tested.
+    #[test]
+    fn every_binary_is_a_few_lines_calling_into_cli() {
+        let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/bin");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&bin).expect("src/bin is readable") {
+            let path = entry.expect("directory entry").path();
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            seen += 1;
+            let text = std::fs::read_to_string(&path).expect("source is readable");
+            let lines = text.lines().count();
+            assert!(lines < 50, "{}: {lines} lines", path.display());
+            let main = text
+                .split("fn main()")
+                .nth(1)
+                .unwrap_or_else(|| panic!("{}: no main", path.display()));
+            assert!(
+                main.contains("fslab::cli::"),
+                "{}: main does not call into fslab::cli",
+                path.display()
+            );
+        }
+        assert!(seen >= 3, "found the binaries");
     }
 }

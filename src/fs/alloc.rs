@@ -350,8 +350,8 @@ fn give_back(tp: &mut Trans, h: &mut AgfHandle, agbno: u32, len: u32) -> FsResul
         } else {
             None
         };
-        if let Some(l) = left {
-            if l.start + l.len > agbno {
+        if let Some(l) = left
+            && l.start + l.len > agbno {
                 return Err(FsError::Corrupt {
                     kind: BlockKind::BnoBtree,
                     daddr: 0,
@@ -361,14 +361,13 @@ fn give_back(tp: &mut Trans, h: &mut AgfHandle, agbno: u32, len: u32) -> FsResul
                     ),
                 });
             }
-        }
         let right = if cur.lookup(st, &agbno, LookupMode::Ge)? {
             cur.get(st)?
         } else {
             None
         };
-        if let Some(r) = right {
-            if r.start < end {
+        if let Some(r) = right
+            && r.start < end {
                 return Err(FsError::Corrupt {
                     kind: BlockKind::BnoBtree,
                     daddr: 0,
@@ -378,7 +377,6 @@ fn give_back(tp: &mut Trans, h: &mut AgfHandle, agbno: u32, len: u32) -> FsResul
                     ),
                 });
             }
-        }
         Ok((
             left.filter(|l| l.start + l.len == agbno),
             right.filter(|r| r.start == end),
@@ -435,7 +433,7 @@ fn choose(
         })?;
         if let Some(r) = hit {
             let avail = (r.start + r.len).saturating_sub(nb);
-            if r.start <= nb && nb % align == 0 && avail >= req.minlen {
+            if r.start <= nb && nb.is_multiple_of(align) && avail >= req.minlen {
                 return Ok(Some((r, nb, avail.min(req.maxlen))));
             }
         }

@@ -319,13 +319,12 @@ impl BufCache {
         }
         g.valid = false;
         let mut shard = self.shard(daddr).lock();
-        if let Some(b) = shard.get(&daddr.0) {
-            if Arc::ptr_eq(b, ArcMutexGuard::mutex(g)) {
+        if let Some(b) = shard.get(&daddr.0)
+            && Arc::ptr_eq(b, ArcMutexGuard::mutex(g)) {
                 shard.remove(&daddr.0);
                 self.cached_bytes
                     .fetch_sub(g.bytes.len() as u64, Ordering::Relaxed);
             }
-        }
     }
 
     /// Write one locked dirty buffer home: checksum it and write it. Clears `dirty`; the
@@ -341,7 +340,7 @@ impl BufCache {
                 self.cksum.update(kind, chunk);
             }
         }
-        debug_assert!(kind != BlockKind::Inode || g.bytes.len() % INODE_SIZE == 0);
+        debug_assert!(kind != BlockKind::Inode || g.bytes.len().is_multiple_of(INODE_SIZE));
         self.dev
             .write_at(&g.bytes, g.daddr.bytes(), false)
             .map_err(|e| FsError::Io(format!("writing {kind} at daddr {}: {e}", g.daddr)))?;
@@ -405,14 +404,12 @@ impl BufCache {
             let mut freed = 0u64;
             map.retain(|_, b| {
                 // Only the map holds it, and nobody has it locked: safe to drop if clean.
-                if Arc::strong_count(b) == 1 {
-                    if let Some(g) = b.try_lock() {
-                        if !g.dirty {
+                if Arc::strong_count(b) == 1
+                    && let Some(g) = b.try_lock()
+                        && !g.dirty {
                             freed += g.bytes.len() as u64;
                             return false;
                         }
-                    }
-                }
                 true
             });
             self.cached_bytes.fetch_sub(freed, Ordering::Relaxed);

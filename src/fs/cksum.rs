@@ -15,8 +15,10 @@
 //! Both give the same value. [`Cksum::update`] uses the mount's mode (`-o cksum=single|split`);
 //! [`Cksum::verify`] is always split, because a verifier must not write to a buffer others may
 //! be reading. The CRC engine is a mount option too (`-o crc=crc32c|fast|soft`): the `crc32c`
-//! crate (hardware instruction), `crc-fast` (vector folding, fastest on large inputs) and a
-//! table-driven software implementation written here (the reference, and the slow baseline).
+//! crate (hardware instruction), `fast` (carry-less-multiply folding, fastest on large inputs:
+//! our own 256-bit fold in [`fold`] where the CPU has VPCLMULQDQ without AVX-512, the
+//! `crc-fast` crate elsewhere) and a table-driven software implementation written here (the
+//! reference, and the slow baseline).
 //!
 //! Every call fires the `crc32c` tracepoint with the structure (`site`), total length, head
 //! and tail, the kind of call ([`CrcCall`]: `single`, `split` or `verify`) and engine: that is
@@ -30,9 +32,11 @@
 //! runs different instructions on different machines, and the thread's argument (a vectorised
 //! crc32c only pays off above some size) depends on which. [`CrcEngine::path`] reports the
 //! choice, derived from the features the crates' own dispatchers test ([`CpuFeatures`]), with
-//! a note when an engine could not take its best path (e.g. `crc-fast` on a CPU with
-//! VPCLMULQDQ but without AVX-512VL folds 128 bits at a time). [`CrcEngine::crc_fast_target`]
-//! is crc-fast's own name for its choice, a cross-check the tests use.
+//! a note when an engine could not take its best path. `crc-fast` on a CPU with VPCLMULQDQ but
+//! without AVX-512VL (AMD Zen 3, for one) folds only 128 bits at a time and ran at 0.75x the
+//! crc32 instruction at 4 KiB, so on such CPUs `fast` runs [`fold`] instead: 256-bit folds
+//! interleaved with crc32 instruction streams. [`CrcEngine::crc_fast_target`] is crc-fast's own
+//! name for its choice, a cross-check the tests use.
 //!
 //! # Properties the tests pin
 //!
@@ -45,8 +49,12 @@
 use std::fmt;
 use std::str::FromStr;
 
+use std::sync::LazyLock;
+
 use crate::fs::format::BlockKind;
 use crate::fs::format::endian::{get_crc, put_crc};
+
+pub mod fold;
 
 /// How CRC updates are computed (`-o cksum=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -149,7 +157,8 @@ pub enum CrcEngine {
     /// The `crc32c` crate: the SSE4.2/ARMv8 crc32c instruction.
     #[default]
     Crc32c,
-    /// The `crc-fast` crate: carry-less-multiply folding, fastest on large inputs.
+    /// Carry-less-multiply folding, fastest on large inputs: [`fold`] on CPUs with VPCLMULQDQ
+    /// and AVX2 but no AVX-512VL, the `crc-fast` crate elsewhere.
     Fast,
     /// A slice-by-8 table implementation: no special instructions.
     Soft,
@@ -163,6 +172,12 @@ impl CrcEngine {
     pub fn path_on(self, cpu: &CpuFeatures) -> EnginePath {
         let (path, fallback) = match self {
             CrcEngine::Crc32c => crc32c_crate_path(cpu),
+            CrcEngine::Fast if cpu.runs_own_fold() => (
+                "fslab's 256-bit VPCLMULQDQ folding (AVX2) interleaved with four crc32 \
+                 instruction streams per 4 KiB block; the crc32 instruction alone below 256 bytes"
+                    .to_string(),
+                None,
+            ),
             CrcEngine::Fast => crc_fast_path(cpu),
             CrcEngine::Soft => (
                 "slice-by-8 table lookups in portable code (the reference)".to_string(),
@@ -201,6 +216,9 @@ impl CrcEngine {
     pub fn append(self, crc: u32, data: &[u8]) -> u32 {
         match self {
             CrcEngine::Crc32c => crc32c::crc32c_append(crc, data),
+            CrcEngine::Fast if *OWN_FOLD => {
+                fold::append(crc, data).expect("the CPU features were detected")
+            }
             CrcEngine::Fast => {
                 let mut d = crc_fast::Digest::new_with_init_state(
                     crc_fast::CrcAlgorithm::Crc32Iscsi,
@@ -249,6 +267,10 @@ pub fn crc32c_combine(crc_a: u32, crc_b: u32, len_b: usize) -> u32 {
     crc32c::crc32c_combine(crc_a, crc_b, len_b)
 }
 
+/// Whether `fast` runs [`fold`] on this CPU (decided once: the engines run per block).
+static OWN_FOLD: LazyLock<bool> =
+    LazyLock::new(|| CpuFeatures::detect().runs_own_fold() && fold::available());
+
 /// The processor family the engines dispatch on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CpuArch {
@@ -278,6 +300,8 @@ pub struct CpuFeatures {
     pub pclmulqdq: bool,
     /// AVX-512VL (crc-fast needs it for any AVX-512 path).
     pub avx512vl: bool,
+    /// AVX2: 256-bit integer vectors, which [`fold`] uses with VPCLMULQDQ.
+    pub avx2: bool,
     /// VPCLMULQDQ: carry-less multiply on whole vector registers.
     pub vpclmulqdq: bool,
     /// ARMv8 CRC32 extension (`crc32cx` and friends).
@@ -289,6 +313,17 @@ pub struct CpuFeatures {
 }
 
 impl CpuFeatures {
+    /// Whether the `fast` engine runs [`fold`] here: it has what the fold needs, and crc-fast
+    /// would fold only 128 bits at a time (it takes 512 bits with AVX-512VL).
+    pub fn runs_own_fold(&self) -> bool {
+        self.arch == CpuArch::X86_64
+            && self.avx2
+            && self.vpclmulqdq
+            && self.pclmulqdq
+            && self.sse42
+            && !self.avx512vl
+    }
+
     /// The running CPU's features.
     pub fn detect() -> CpuFeatures {
         let none = CpuFeatures {
@@ -297,6 +332,7 @@ impl CpuFeatures {
             sse42: false,
             pclmulqdq: false,
             avx512vl: false,
+            avx2: false,
             vpclmulqdq: false,
             arm_crc: false,
             arm_pmull: false,
@@ -311,6 +347,7 @@ impl CpuFeatures {
                 sse42: has!("sse4.2"),
                 pclmulqdq: has!("pclmulqdq"),
                 avx512vl: has!("avx512vl"),
+                avx2: has!("avx2"),
                 vpclmulqdq: has!("vpclmulqdq"),
                 ..none
             }
@@ -334,11 +371,12 @@ impl CpuFeatures {
 
     /// The features as a short list (`sse4.2 pclmulqdq ...`), for report headers.
     pub fn summary(&self) -> String {
-        let flags: [(bool, &str); 8] = [
+        let flags: [(bool, &str); 9] = [
             (self.sse41, "sse4.1"),
             (self.sse42, "sse4.2"),
             (self.pclmulqdq, "pclmulqdq"),
             (self.avx512vl, "avx512vl"),
+            (self.avx2, "avx2"),
             (self.vpclmulqdq, "vpclmulqdq"),
             (self.arm_crc, "crc"),
             (self.arm_pmull, "pmull"),
@@ -781,6 +819,7 @@ mod tests {
             sse42: false,
             pclmulqdq: false,
             avx512vl: false,
+            avx2: false,
             vpclmulqdq: false,
             arm_crc: false,
             arm_pmull: false,
@@ -808,6 +847,21 @@ mod tests {
             p.path
                 .contains("fused with SSE PCLMULQDQ folding (128-bit)"),
             "{p}"
+        );
+        // With AVX2 as well (Zen 3), `fast` runs our own 256-bit fold and does not fall back.
+        let zen3 = CpuFeatures { avx2: true, ..vm };
+        let own = CrcEngine::Fast.path_on(&zen3);
+        assert!(
+            own.path.contains("256-bit VPCLMULQDQ") && own.fallback.is_none(),
+            "{own}"
+        );
+        let wide = CrcEngine::Fast.path_on(&CpuFeatures {
+            avx512vl: true,
+            ..zen3
+        });
+        assert!(
+            wide.path.contains("512-bit"),
+            "with AVX-512VL crc-fast is faster: {wide}"
         );
         assert!(
             p.fallback
@@ -868,7 +922,9 @@ mod tests {
     fn the_fast_path_reported_matches_crc_fasts_own_choice() {
         let target = CrcEngine::crc_fast_target();
         let path = CrcEngine::Fast.path().path;
-        let expect = if target.contains("avx512-vpclmulqdq") {
+        let expect = if CpuFeatures::detect().runs_own_fold() {
+            "256-bit VPCLMULQDQ"
+        } else if target.contains("avx512-vpclmulqdq") {
             "VPCLMULQDQ folding"
         } else if target.contains("avx512-pclmulqdq") {
             "AVX-512 PCLMULQDQ folding"

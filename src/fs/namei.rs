@@ -524,11 +524,10 @@ impl Fs {
             Self::touch_dir(&mut tp, ddp);
             let free_dst = dp.is_some_and(|dp| Self::unreferenced(&tp, dp));
             tp.commit()?;
-            if free_dst {
-                if let Some(d) = &dst {
+            if free_dst
+                && let Some(d) = &dst {
                     self.inactivate(d)?;
                 }
-            }
             return Ok(());
         }
     }

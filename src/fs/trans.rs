@@ -398,13 +398,12 @@ impl<'a> Trans<'a> {
             }
         }
         for t in &mut self.inodes {
-            if t.logged {
-                if let TLock::Exclusive(w) = &mut t.lock {
+            if t.logged
+                && let TLock::Exclusive(w) = &mut t.lock {
                     w.di.changecount += 1;
                     w.dirty = true;
                     self.fs.note_dirty_inode(w.inode());
                 }
-            }
         }
         let kept = keep.and_then(|id| {
             let i = id.0 as usize;

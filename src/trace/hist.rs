@@ -81,7 +81,7 @@ fn si_power(v: u128) -> String {
     ];
     for (shift, suffix) in SUFFIXES {
         let unit = 1u128 << shift;
-        if v >= unit && v % unit == 0 {
+        if v >= unit && v.is_multiple_of(unit) {
             return format!("{}{}", v / unit, suffix);
         }
     }

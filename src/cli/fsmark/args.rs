@@ -255,7 +255,7 @@ impl FsmarkArgs {
         let dirs = self.dirs.len() as u32;
         let threads = if dirs > self.threads {
             dirs
-        } else if self.threads % dirs != 0 {
+        } else if !self.threads.is_multiple_of(dirs) {
             return Err(ConfigError::ThreadsNotMultipleOfDirs {
                 threads: self.threads,
                 dirs,

@@ -183,7 +183,7 @@ impl Image {
                     continue;
                 };
                 let agblocks = u64::from(sb.agblocks);
-                if block % agblocks == 0 && block / agblocks < u64::from(sb.agcount) {
+                if block.is_multiple_of(agblocks) && block / agblocks < u64::from(sb.agcount) {
                     return Ok(Some(((block / agblocks) as u32, sb, sector.to_vec())));
                 }
             }

@@ -307,7 +307,7 @@ fn at_daddr(
             &sector,
         )]);
     }
-    if daddr.0 % BB_PER_BLOCK != 0 {
+    if !daddr.0.is_multiple_of(BB_PER_BLOCK) {
         return Ok(vec![decode::unknown(
             format!("sector at daddr {daddr} (not the start of a block)"),
             &sector,

@@ -781,11 +781,10 @@ impl BlockDev for FaultDev {
         self.inner.read_at(buf, offset)?;
         let f = self.faults.lock();
         for flip in &f.read_flips {
-            if let Some(i) = flip.offset.checked_sub(offset) {
-                if let Some(b) = buf.get_mut(i as usize) {
+            if let Some(i) = flip.offset.checked_sub(offset)
+                && let Some(b) = buf.get_mut(i as usize) {
                     *b ^= flip.mask;
                 }
-            }
         }
         Ok(())
     }

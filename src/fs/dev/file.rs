@@ -216,7 +216,7 @@ impl FileDev {
 
 /// Why a device size is unusable, if it is.
 fn check_size(size: u64) -> Result<(), String> {
-    if size % SECTOR_SIZE != 0 {
+    if !size.is_multiple_of(SECTOR_SIZE) {
         return Err("not a multiple of 512".to_string());
     }
     if size < MIN_DEVICE_SIZE {

@@ -170,7 +170,7 @@ impl MemDev {
     /// An all-zero device of `size` bytes (a multiple of 512, at least 4 KiB, at most
     /// [`MAX_MEM_SIZE`]). Memory is only used for pages that get written.
     pub fn new(size: u64) -> Result<MemDev, DevError> {
-        if size % SECTOR_SIZE != 0 {
+        if !size.is_multiple_of(SECTOR_SIZE) {
             return Err(DevError::Config(format!(
                 "mem size {size} is not a multiple of 512"
             )));

@@ -261,7 +261,7 @@ fn ordinal(n: u64) -> String {
 /// Every device calls this first, so the errors are the same everywhere. `dev` is only
 /// called on failure (it usually formats [`BlockDev::describe`]).
 pub fn check_io(size: u64, req: IoReq, dev: impl FnOnce() -> String) -> Result<(), DevError> {
-    if req.offset % SECTOR_SIZE != 0 || req.len % SECTOR_SIZE != 0 {
+    if !req.offset.is_multiple_of(SECTOR_SIZE) || !req.len.is_multiple_of(SECTOR_SIZE) {
         return Err(DevError::Misaligned { dev: dev(), req });
     }
     match req.offset.checked_add(req.len) {

@@ -92,7 +92,7 @@ impl StripeDev {
         if members.is_empty() {
             return Err(DevError::Config("a stripe needs at least 1 member".into()));
         }
-        if su == 0 || su % SECTOR_SIZE != 0 {
+        if su == 0 || !su.is_multiple_of(SECTOR_SIZE) {
             return Err(DevError::Config(format!(
                 "stripe unit {su} is not a positive multiple of 512"
             )));

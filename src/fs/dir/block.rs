@@ -200,11 +200,10 @@ pub fn maybe_to_shortform(tp: &mut Trans, defer: &mut Defer, id: BufId, n: usize
 fn shortform_size(b: &[u8], end: usize) -> Result<usize, String> {
     let mut size = super::sf::HDR;
     for s in data::slots(b, end) {
-        if let Slot::Entry(e) = s? {
-            if e.off != data::DOT && e.off != data::DOTDOT {
+        if let Slot::Entry(e) = s?
+            && e.off != data::DOT && e.off != data::DOTDOT {
                 size += 12 + e.namelen;
             }
-        }
     }
     Ok(size)
 }

@@ -137,7 +137,7 @@ impl Slot {
 
 /// Decode the slot at `off` of a data region ending at `end`, checking every length.
 pub fn slot_at(b: &[u8], off: usize, end: usize) -> Result<Slot, String> {
-    if off < HDR || off % 8 != 0 || end > b.len() || off + 8 > end {
+    if off < HDR || !off.is_multiple_of(8) || end > b.len() || off + 8 > end {
         return Err(format!(
             "offset {off:#x} is not a slot start inside {HDR:#x}..{end:#x}"
         ));

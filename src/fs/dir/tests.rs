@@ -185,7 +185,7 @@ fn leaf_grows_into_node_form_and_shrinks_back() {
     while d.form() == Form::Node {
         left -= 1;
         d.remove(&name(left));
-        if left % 16 == 0 {
+        if left.is_multiple_of(16) {
             d.assert_clean();
         }
     }

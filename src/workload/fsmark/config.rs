@@ -273,7 +273,7 @@ impl Config {
         if self.threads > MAX_THREADS {
             return Err(ConfigError::TooManyThreads(self.threads));
         }
-        if self.threads < dirs || self.threads % dirs != 0 {
+        if self.threads < dirs || !self.threads.is_multiple_of(dirs) {
             return Err(ConfigError::ThreadsNotMultipleOfDirs {
                 threads: self.threads,
                 dirs,

@@ -25,7 +25,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 
 use super::config::Config;
@@ -100,23 +100,38 @@ pub struct Progress {
 }
 
 /// One worker's phase and step count, on its own cache line so workers never contend.
+///
+/// Both live in one word (the phase in the top byte, the count below it), so moving to the
+/// next phase and zeroing the count is one store: a reader never sees the new phase's count
+/// under the old phase's name, which made the bar's count jump back for a poll.
 #[derive(Debug, Default)]
 #[repr(align(64))]
 pub(crate) struct WorkerProgress {
-    phase: AtomicU8,
-    done: AtomicU64,
+    word: AtomicU64,
 }
+
+/// Where the phase sits in a [`WorkerProgress`] word.
+const PHASE_SHIFT: u32 = 56;
 
 impl WorkerProgress {
     /// The worker moves on to `phase`, with no step of it done yet.
     pub(crate) fn enter(&self, phase: Phase) {
-        self.done.store(0, Ordering::Relaxed);
-        self.phase.store(phase as u8, Ordering::Release);
+        self.word
+            .store(u64::from(phase as u8) << PHASE_SHIFT, Ordering::Release);
     }
 
-    /// The worker did one more step (a file) of its phase.
+    /// The worker did one more step (a file) of its phase. A phase has at most a few million
+    /// steps (`-n` is at most 1,000,000 and a phase passes over each file at most twice), far
+    /// below the 2^56 that would carry into the phase byte.
     pub(crate) fn step(&self) {
-        self.done.fetch_add(1, Ordering::Relaxed);
+        self.word.fetch_add(1, Ordering::Release);
+    }
+
+    /// The worker's phase and its steps done in it, read together.
+    fn read(&self) -> (Phase, u64) {
+        let w = self.word.load(Ordering::Acquire);
+        let phase = u8::try_from(w >> PHASE_SHIFT).map_or(Phase::Done, Phase::from_u8);
+        (phase, w & ((1 << PHASE_SHIFT) - 1))
     }
 }
 
@@ -145,14 +160,7 @@ impl Progress {
 
     /// Where the iteration is.
     pub fn snapshot(&self) -> PhaseProgress {
-        let phases: Vec<(Phase, u64)> = self
-            .slots
-            .iter()
-            .map(|s| {
-                let phase = Phase::from_u8(s.phase.load(Ordering::Acquire));
-                (phase, s.done.load(Ordering::Relaxed))
-            })
-            .collect();
+        let phases: Vec<(Phase, u64)> = self.slots.iter().map(WorkerProgress::read).collect();
         let phase = phases.iter().map(|&(p, _)| p).min().unwrap_or(Phase::Done);
         let per_worker = self.steps.get(phase as usize).copied().unwrap_or(0);
         let done = phases
@@ -171,8 +179,8 @@ impl Progress {
         let created = self.steps[0];
         self.slots
             .iter()
-            .map(|s| match Phase::from_u8(s.phase.load(Ordering::Acquire)) {
-                Phase::Creating => s.done.load(Ordering::Relaxed),
+            .map(|s| match s.read() {
+                (Phase::Creating, done) => done,
                 _ => created,
             })
             .sum()

@@ -185,7 +185,7 @@ fn bmbt(k: u32, v: u32) -> BmbtRec {
         startoff: u64::from(k) * 16,
         startblock: u64::from(v) * 7 + 100,
         blockcount: v % 16 + 1,
-        unwritten: v % 3 == 0,
+        unwritten: v.is_multiple_of(3),
     }
 }
 
