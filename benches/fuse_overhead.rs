@@ -90,7 +90,7 @@ fn in_process_run(size: u64) -> f64 {
     let start = Instant::now();
     for (i, off) in (0..size).step_by(BS).enumerate() {
         target.pwrite(fd, &buf, off).expect("pwrite");
-        if (i as u64 + 1) % FSYNC_EVERY == 0 {
+        if (i as u64 + 1).is_multiple_of(FSYNC_EVERY) {
             target.fsync(fd).expect("fsync");
         }
     }

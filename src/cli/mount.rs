@@ -201,10 +201,8 @@ pub fn mount(args: &MountArgs) -> Result<(), MountError> {
             detach_after_ready();
         }
     });
-    if daemon {
-        if let Err(e) = &result {
-            syslog_error(&format!("{}: {e}", mountpoint.display()));
-        }
+    if daemon && let Err(e) = &result {
+        syslog_error(&format!("{}: {e}", mountpoint.display()));
     }
     result.map_err(MountError::from)
 }

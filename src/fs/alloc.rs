@@ -351,32 +351,34 @@ fn give_back(tp: &mut Trans, h: &mut AgfHandle, agbno: u32, len: u32) -> FsResul
             None
         };
         if let Some(l) = left
-            && l.start + l.len > agbno {
-                return Err(FsError::Corrupt {
-                    kind: BlockKind::BnoBtree,
-                    daddr: 0,
-                    what: format!(
-                        "freeing blocks {agbno}+{len} that are already free ({}+{})",
-                        l.start, l.len
-                    ),
-                });
-            }
+            && l.start + l.len > agbno
+        {
+            return Err(FsError::Corrupt {
+                kind: BlockKind::BnoBtree,
+                daddr: 0,
+                what: format!(
+                    "freeing blocks {agbno}+{len} that are already free ({}+{})",
+                    l.start, l.len
+                ),
+            });
+        }
         let right = if cur.lookup(st, &agbno, LookupMode::Ge)? {
             cur.get(st)?
         } else {
             None
         };
         if let Some(r) = right
-            && r.start < end {
-                return Err(FsError::Corrupt {
-                    kind: BlockKind::BnoBtree,
-                    daddr: 0,
-                    what: format!(
-                        "freeing blocks {agbno}+{len} that are already free ({}+{})",
-                        r.start, r.len
-                    ),
-                });
-            }
+            && r.start < end
+        {
+            return Err(FsError::Corrupt {
+                kind: BlockKind::BnoBtree,
+                daddr: 0,
+                what: format!(
+                    "freeing blocks {agbno}+{len} that are already free ({}+{})",
+                    r.start, r.len
+                ),
+            });
+        }
         Ok((
             left.filter(|l| l.start + l.len == agbno),
             right.filter(|r| r.start == end),

@@ -320,11 +320,12 @@ impl BufCache {
         g.valid = false;
         let mut shard = self.shard(daddr).lock();
         if let Some(b) = shard.get(&daddr.0)
-            && Arc::ptr_eq(b, ArcMutexGuard::mutex(g)) {
-                shard.remove(&daddr.0);
-                self.cached_bytes
-                    .fetch_sub(g.bytes.len() as u64, Ordering::Relaxed);
-            }
+            && Arc::ptr_eq(b, ArcMutexGuard::mutex(g))
+        {
+            shard.remove(&daddr.0);
+            self.cached_bytes
+                .fetch_sub(g.bytes.len() as u64, Ordering::Relaxed);
+        }
     }
 
     /// Write one locked dirty buffer home: checksum it and write it. Clears `dirty`; the
@@ -406,10 +407,11 @@ impl BufCache {
                 // Only the map holds it, and nobody has it locked: safe to drop if clean.
                 if Arc::strong_count(b) == 1
                     && let Some(g) = b.try_lock()
-                        && !g.dirty {
-                            freed += g.bytes.len() as u64;
-                            return false;
-                        }
+                    && !g.dirty
+                {
+                    freed += g.bytes.len() as u64;
+                    return false;
+                }
                 true
             });
             self.cached_bytes.fetch_sub(freed, Ordering::Relaxed);

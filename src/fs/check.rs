@@ -254,10 +254,10 @@ pub fn check(fs: &Fs) -> FsResult<Report> {
             r.dirs += 1;
         }
         kinds.insert(ino, (core.kind(), core.di.nlink));
-        if core.is_symlink() {
-            if let Err(e) = crate::fs::symlink::read_target(fs, ino, &core) {
-                r.push(Location::Inode { ino }, format!("unreadable symlink: {e}"));
-            }
+        if core.is_symlink()
+            && let Err(e) = crate::fs::symlink::read_target(fs, ino, &core)
+        {
+            r.push(Location::Inode { ino }, format!("unreadable symlink: {e}"));
         }
         let mut charged = 0u64;
         for e in core.fork.extents() {

@@ -92,10 +92,11 @@ impl InodeCache {
     pub fn insert(&self, ip: Arc<Inode>, stats: &MountStats) -> Arc<Inode> {
         let mut shard = self.shard(ip.ino).lock();
         if let Some(existing) = shard.get(&ip.ino)
-            && !existing.has_flag(crate::fs::inode::iflags::FREED) {
-                stats.inc(Stat::IgDup);
-                return Arc::clone(existing);
-            }
+            && !existing.has_flag(crate::fs::inode::iflags::FREED)
+        {
+            stats.inc(Stat::IgDup);
+            return Arc::clone(existing);
+        }
         let replaced = shard.insert(ip.ino, Arc::clone(&ip));
         drop(shard);
         match replaced {

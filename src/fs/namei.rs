@@ -466,10 +466,11 @@ impl Fs {
             // Over one of the source's own ancestors: ENOTEMPTY before any type check, as
             // the kernel's rename trap says (the ancestor holds the source, so it is not
             // empty).
-            if let Some(d) = &dst {
-                if InodeRead::lock(Arc::clone(d)).is_dir() && self.is_ancestor(d.ino, sdir)? {
-                    return Err(FsError::NotEmpty);
-                }
+            if let Some(d) = &dst
+                && InodeRead::lock(Arc::clone(d)).is_dir()
+                && self.is_ancestor(d.ino, sdir)?
+            {
+                return Err(FsError::NotEmpty);
             }
             let mut set: Vec<&Arc<Inode>> = vec![sdir, ddir, &src];
             if let Some(d) = &dst {
@@ -524,10 +525,9 @@ impl Fs {
             Self::touch_dir(&mut tp, ddp);
             let free_dst = dp.is_some_and(|dp| Self::unreferenced(&tp, dp));
             tp.commit()?;
-            if free_dst
-                && let Some(d) = &dst {
-                    self.inactivate(d)?;
-                }
+            if free_dst && let Some(d) = &dst {
+                self.inactivate(d)?;
+            }
             return Ok(());
         }
     }

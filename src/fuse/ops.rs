@@ -1113,10 +1113,10 @@ impl Filesystem for LabFuse {
                 break;
             }
             // The kernel takes a reference to every entry but `.` and `..`.
-            if let (false, Some(ip)) = (dots, ip) {
-                if s.node != ROOT_NODE {
-                    self.nodes.remember(s.node, &ip);
-                }
+            if let (false, Some(ip)) = (dots, ip)
+                && s.node != ROOT_NODE
+            {
+                self.nodes.remember(s.node, &ip);
             }
         }
         reply.ok();

@@ -106,14 +106,16 @@ impl MemStore {
             };
             slot.held = false;
             if slot.dirty {
-                if check && let Some(before) = slot.before.take()
-                    && let Some(off) = first_unlogged(&before, &slot.data, &slot.logged) {
-                        self.violations.push(FsError::Corrupt {
-                            kind: slot.kind,
-                            daddr: Self::daddr_of(ptr).0,
-                            what: format!("byte {off} changed but was not logged"),
-                        });
-                    }
+                if check
+                    && let Some(before) = slot.before.take()
+                    && let Some(off) = first_unlogged(&before, &slot.data, &slot.logged)
+                {
+                    self.violations.push(FsError::Corrupt {
+                        kind: slot.kind,
+                        daddr: Self::daddr_of(ptr).0,
+                        what: format!("byte {off} changed but was not logged"),
+                    });
+                }
                 if let Some(off) = lsn_offset(slot.kind) {
                     endian::put_u64(&mut slot.data, off, lsn);
                 }

@@ -782,9 +782,10 @@ impl BlockDev for FaultDev {
         let f = self.faults.lock();
         for flip in &f.read_flips {
             if let Some(i) = flip.offset.checked_sub(offset)
-                && let Some(b) = buf.get_mut(i as usize) {
-                    *b ^= flip.mask;
-                }
+                && let Some(b) = buf.get_mut(i as usize)
+            {
+                *b ^= flip.mask;
+            }
         }
         Ok(())
     }

@@ -716,13 +716,14 @@ fn parse_stripe(items: &[Item]) -> Result<StripeSpec, SpecError> {
         1 => {
             let only = listed.remove(0);
             if count > 1
-                && let MemberSpec::File(f) = &only {
-                    return Err(SpecError::SameFile {
-                        first: 1,
-                        second: 2,
-                        path: f.path.clone(),
-                    });
-                }
+                && let MemberSpec::File(f) = &only
+            {
+                return Err(SpecError::SameFile {
+                    first: 1,
+                    second: 2,
+                    path: f.path.clone(),
+                });
+            }
             vec![only; count]
         }
         n if n == count => listed,
@@ -731,13 +732,14 @@ fn parse_stripe(items: &[Item]) -> Result<StripeSpec, SpecError> {
     for (a, ma) in members.iter().enumerate() {
         for (b, mb) in members.iter().enumerate().skip(a + 1) {
             if let (MemberSpec::File(fa), MemberSpec::File(fb)) = (ma, mb)
-                && fa.path == fb.path {
-                    return Err(SpecError::SameFile {
-                        first: a + 1,
-                        second: b + 1,
-                        path: fa.path.clone(),
-                    });
-                }
+                && fa.path == fb.path
+            {
+                return Err(SpecError::SameFile {
+                    first: a + 1,
+                    second: b + 1,
+                    path: fa.path.clone(),
+                });
+            }
         }
     }
     let stripe = StripeSpec {

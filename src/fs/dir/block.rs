@@ -201,9 +201,11 @@ fn shortform_size(b: &[u8], end: usize) -> Result<usize, String> {
     let mut size = super::sf::HDR;
     for s in data::slots(b, end) {
         if let Slot::Entry(e) = s?
-            && e.off != data::DOT && e.off != data::DOTDOT {
-                size += 12 + e.namelen;
-            }
+            && e.off != data::DOT
+            && e.off != data::DOTDOT
+        {
+            size += 12 + e.namelen;
+        }
     }
     Ok(size)
 }
