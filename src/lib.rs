@@ -14,12 +14,14 @@
 //! - [`testing`]: test doubles (recording and in-memory targets, a virtual clock); production
 //!   code never imports them.
 //! - [`fs`]: labfs, the XFS-modelled reference filesystem, and its XFS-layout statistics.
+//! - [`fuse`]: labfs mounted through FUSE, with its statistics and traces as files.
 //! - [`units`], [`rng`]: foundation modules below everything (size/duration parsing and
 //!   printing; the one seeded random generator).
 
 pub mod backend;
 pub mod cli;
 pub mod fs;
+pub mod fuse;
 pub mod report;
 pub mod rng;
 pub mod testing;

@@ -12,6 +12,7 @@ use assert_cmd::Command;
 use fslab::fs::format::ag::{AGF_SECTOR, SB_SECTOR};
 use fslab::fs::geo::Geometry;
 use fslab::fs::trans::Trans;
+use fslab::fs::vfs::Owner;
 
 use common::image::{self, Image};
 
@@ -34,7 +35,8 @@ fn code(o: &Output) -> i32 {
     o.status.code().expect("exited")
 }
 
-/// A 64 MiB file image with /d holding three files, unmounted.
+/// A 64 MiB file image with /d holding three files and two symlinks, /short (inline) and
+/// /long (a remote block), unmounted.
 fn populated() -> Image {
     let (img, fs) = image::file(64 << 20).mount();
     let root = fs.root().unwrap();
@@ -43,9 +45,19 @@ fn populated() -> Image {
         let (f, _) = fs.create(&d, name, 0o644, true).unwrap();
         fs.write(&f, 0, &[7u8; 10_000]).unwrap();
     }
+    fs.symlink(&root, b"short", b"d/a", ROOT).unwrap();
+    fs.symlink(&root, b"long", long_target().as_bytes(), ROOT)
+        .unwrap();
     drop((d, root));
     fs.unmount().unwrap();
     img
+}
+
+const ROOT: Owner = Owner { uid: 0, gid: 0 };
+
+/// A symlink target too long for the inode's literal area.
+fn long_target() -> String {
+    "d/".repeat(299) + "ab"
 }
 
 fn geometry(img: &Image) -> Geometry {
@@ -62,7 +74,7 @@ fn check_passes_a_clean_image_with_exit_0_and_no_output() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(stdout(&o), "");
     assert!(
-        stderr(&o).contains("clean (5 inodes, 2 directories"),
+        stderr(&o).contains("clean (7 inodes, 2 directories"),
         "{}",
         stderr(&o)
     );
@@ -240,7 +252,7 @@ fn info_prints_the_geometry_and_every_ag() {
         "{out}"
     );
     assert!(
-        out.contains("counters =from the AG headers    inodes=64, free inodes=59"),
+        out.contains("counters =from the AG headers    inodes=64, free inodes=57"),
         "{out}"
     );
     let rows = out
@@ -305,6 +317,28 @@ fn print_decodes_headers_inodes_and_blocks_by_address_and_path() {
         .expect("ino field");
     let o = labfs(&["print", "inode", &ino.to_string()], img.path());
     assert_eq!(stdout(&o), by_path);
+
+    // Symbolic links: a short target in the inode, a long one in its remote block.
+    let o = labfs(&["print", "path", "/short"], img.path());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("(symlink)"), "{out}");
+    assert!(out.contains("u.symlink = \"d/a\"\n"), "{out}");
+    let o = labfs(&["print", "path", "/long"], img.path());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("symlink block of /long: "), "{out}");
+    assert!(out.contains("magic = 0x58534c4d (\"XSLM\")"), "{out}");
+    assert!(out.contains("bytes = 600\n"), "{out}");
+    assert!(
+        out.contains(&format!("target = \"{}\"\n", long_target())),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("crc = 0x") && l.ends_with("(correct)")),
+        "{out}"
+    );
 
     // The bno tree root by block number (its magic decides), and a header by daddr.
     let o = labfs(&["print", "fsblock", "1"], img.path());

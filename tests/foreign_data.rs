@@ -36,7 +36,10 @@ fn foreign_data_is_refused_and_left_untouched_without_mkfs() {
     let (rc, err) = fsmark(&["--device", &device, "-d", "/t", "-n", "10", "-s", "0"]);
     assert_ne!(rc, 0, "{err}");
     assert_eq!(err.lines().count(), 1, "{err:?}");
-    assert!(err.contains("holds") && err.contains("--mkfs"), "{err:?}");
+    assert!(
+        err.contains("not blank") && err.contains("--mkfs"),
+        "{err:?}"
+    );
     assert!(
         err.contains("1080"),
         "names the first non-zero byte: {err:?}"

@@ -143,7 +143,7 @@ fn step(fs: &Fs, m: &mut Model, rng: &mut SplitMix64, names: &[Vec<u8>]) -> Vec<
     let name = names[rng.below(names.len() as u64) as usize].as_slice();
     let path = join(&dir, name);
     let dip = fs.lookup_path(&dir).unwrap();
-    match rng.below(9) {
+    match rng.below(10) {
         0 => {
             let r = fs.mkdir(&dip, name, 0o755);
             let mr = m.mkdir(&path, r.as_ref().ok().map(|ip| ip.ino));

@@ -498,3 +498,69 @@ fn grouped_histograms_are_exact_per_site_across_threads() {
     assert!(table.starts_with("crc32c.head:\nilog2  range"));
     assert!(table.contains("    6  [64, 128)"));
 }
+
+/// A live session changes what it records, keeps and drops histograms, pauses and clears,
+/// as tracefs's `set_event`, `hist` triggers, `tracing_on` and `echo > trace` do.
+#[test]
+fn a_live_session_is_reconfigured_like_tracefs() {
+    let _serial = testing::serial();
+    let mut s = TraceConfig {
+        events: "crc32c".into(),
+        ..TraceConfig::default()
+    }
+    .start()
+    .unwrap();
+    let snapshot_lines = |s: &fslab::trace::Session| {
+        let mut out = Vec::new();
+        s.snapshot(&mut out).unwrap();
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    fire_pair(0, 1);
+    assert_eq!(snapshot_lines(&s).len(), 1, "only crc32c is recorded");
+    s.set_recorded(fslab::trace::EventSet::parse("xfs_log_force").unwrap());
+    fire_pair(0, 2);
+    let lines = snapshot_lines(&s);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[1].contains("xfs_log_force"), "{lines:?}");
+
+    // A histogram added now counts from now on, even of an event not recorded.
+    let spec = HistSpec::new("crc32c", "len");
+    s.add_histogram(spec.clone()).unwrap();
+    assert!(s.add_histogram(spec.clone()).is_err(), "duplicate trigger");
+    fire_pair(0, 4096);
+    fire_pair(0, 4096);
+    let h = s.histograms();
+    assert_eq!(h.len(), 1);
+    assert_eq!(h[0].total().total_count(), 2);
+    assert_eq!(snapshot_lines(&s).len(), 4, "crc32c still not recorded");
+
+    // Paused: nothing fires; resumed: it does again.
+    s.set_paused(true);
+    fire_pair(0, 5);
+    assert_eq!(snapshot_lines(&s).len(), 4);
+    assert_eq!(s.histograms()[0].total().total_count(), 2);
+    s.set_paused(false);
+    fire_pair(0, 6);
+    assert_eq!(snapshot_lines(&s).len(), 5);
+
+    // Clearing empties the rings but keeps histograms; removing a trigger drops its counts.
+    s.clear_records();
+    assert!(snapshot_lines(&s).is_empty());
+    assert_eq!(s.histograms()[0].total().total_count(), 3);
+    assert!(s.remove_histogram(&spec));
+    assert!(!s.remove_histogram(&spec));
+    assert!(s.histograms().is_empty());
+    s.add_histogram(spec).unwrap();
+    assert_eq!(
+        s.histograms()[0].total().total_count(),
+        0,
+        "a new trigger starts empty"
+    );
+    let summary = s.finish().unwrap();
+    assert_eq!(summary.histograms.len(), 1);
+}

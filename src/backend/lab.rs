@@ -9,7 +9,6 @@ use std::io::{IoSlice, IoSliceMut};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use parking_lot::Mutex;
 
@@ -18,14 +17,10 @@ use super::{
     DirEntry, FallocMode, Fd, FileStat, FsStat, OpenFlags, Result, SyncMode, Target, TargetError,
 };
 use crate::fs::Fs;
-use crate::fs::admin::image::Image;
-use crate::fs::admin::mkfs::{Existing, probe};
 use crate::fs::dev::BlockDev;
 use crate::fs::error::FsError;
-use crate::fs::format::{BLOCK_SIZE, INODES_PER_BLOCK, NAME_MAX};
 use crate::fs::inode::{Inode, InodeRead};
-use crate::fs::mkfs::mkfs;
-use crate::fs::mount::read_superblock;
+use crate::fs::mkfs::mount_formatted;
 use crate::fs::options::Options;
 
 impl From<FsError> for TargetError {
@@ -43,42 +38,12 @@ impl From<FsError> for TargetError {
     }
 }
 
-/// Whether to make a new filesystem when the target is created.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// Always run mkfs (in-memory devices, `--mkfs`).
-    Always,
-    /// Mount what is there; run mkfs only if the device is blank.
-    IfBlank,
-    /// Mount what is there; fail if it is not labfs.
-    Never,
-}
+pub use crate::fs::mkfs::Format;
 
 struct OpenFile {
     ip: Arc<Inode>,
     flags: OpenFlags,
     pos: Mutex<u64>,
-}
-
-/// Whether `dev`, which holds no mountable labfs, may be formatted without `--mkfs`: only when
-/// it holds nothing at all. The same probe as `labfs mkfs` (the first MiB, where every common
-/// filesystem, partition table and swap signature lives, must be zero; a labfs whose primary
-/// superblock is damaged is found by its secondary copies), so a device with another
-/// filesystem on it (ext4 leaves its first KiB zero) is never written over.
-fn unused_or_refuse(dev: &Arc<dyn BlockDev>) -> Result<bool> {
-    let name = dev.describe();
-    let image = Image::on_device(Path::new(&name), Arc::clone(dev));
-    match probe(&image) {
-        Ok(Existing::Nothing) => Ok(true),
-        Ok(found) => Err(TargetError::with_detail(
-            nix::errno::Errno::EEXIST,
-            format!("{name} holds {found}; pass --mkfs to format it anyway"),
-        )),
-        Err(e) => Err(TargetError::with_detail(
-            nix::errno::Errno::EIO,
-            format!("cannot tell whether {name} is unused: {e}"),
-        )),
-    }
 }
 
 /// labfs behind the Target surface.
@@ -101,23 +66,8 @@ fn path_bytes(p: &Path) -> &[u8] {
 impl LabTarget {
     /// Mount (and if asked, first make) labfs on `dev`.
     pub fn new(dev: Arc<dyn BlockDev>, options: &Options, format: Format) -> Result<LabTarget> {
-        let cksum = crate::fs::cksum::Cksum {
-            mode: options.mount.cksum,
-            engine: options.mount.crc,
-        };
-        let make = match format {
-            Format::Always => true,
-            Format::Never => false,
-            Format::IfBlank => match read_superblock(dev.as_ref(), cksum) {
-                Ok(_) => false,
-                Err(_) => unused_or_refuse(&dev)?,
-            },
-        };
-        if make {
-            mkfs(Arc::clone(&dev), options)?;
-        }
         let describe = format!("labfs on {} ({})", dev.describe(), options);
-        let fs = Fs::mount(dev, options.mount.clone())?;
+        let fs = mount_formatted(dev, options, format)?;
         Ok(LabTarget {
             fs,
             files: Mutex::new(FdTable::default()),
@@ -172,31 +122,6 @@ impl Drop for LabTarget {
     fn drop(&mut self) {
         // Best effort: an explicit unmount() reports errors; a dropped target still writes back.
         let _ = self.fs.unmount();
-    }
-}
-
-/// stat(2) of a locked inode.
-pub fn file_stat(ino: u64, core: &crate::fs::inode::InodeCore) -> FileStat {
-    let delalloc: u64 = core
-        .fork
-        .extents()
-        .iter()
-        .filter(|e| e.is_delalloc())
-        .map(|e| u64::from(e.blockcount))
-        .sum();
-    FileStat {
-        ino,
-        kind: core.kind(),
-        mode: u32::from(core.di.mode),
-        nlink: core.di.nlink,
-        uid: core.di.uid,
-        gid: core.di.gid,
-        size: core.di.size,
-        blocks: (core.di.nblocks + delalloc) * (BLOCK_SIZE as u64 / 512),
-        blksize: BLOCK_SIZE as u32,
-        atime_ns: core.di.atime,
-        mtime_ns: core.di.mtime,
-        ctime_ns: core.di.ctime,
     }
 }
 
@@ -310,7 +235,7 @@ impl Target for LabTarget {
     fn fstat(&self, fd: Fd) -> Result<FileStat> {
         let f = self.file(fd)?;
         let r = InodeRead::lock(Arc::clone(&f.ip));
-        Ok(file_stat(f.ip.ino, &r))
+        Ok(r.stat(f.ip.ino))
     }
 
     fn ftruncate(&self, fd: Fd, len: u64) -> Result<()> {
@@ -354,7 +279,7 @@ impl Target for LabTarget {
     fn stat(&self, path: &Path) -> Result<FileStat> {
         let ip = self.fs.lookup_path(path_bytes(path))?;
         let r = InodeRead::lock(Arc::clone(&ip));
-        Ok(file_stat(ip.ino, &r))
+        Ok(r.stat(ip.ino))
     }
 
     fn truncate(&self, path: &Path, len: u64) -> Result<()> {
@@ -364,25 +289,7 @@ impl Target for LabTarget {
 
     fn statfs(&self, path: &Path) -> Result<FsStat> {
         self.fs.lookup_path(path_bytes(path))?;
-        let fs = &self.fs;
-        let free = fs.fdblocks.load(Ordering::Relaxed).max(0) as u64;
-        let (mut icount, mut ifree) = (0u64, 0u64);
-        for p in fs.perag.iter() {
-            icount += u64::from(p.icount.load(Ordering::Relaxed));
-            ifree += u64::from(p.ifree.load(Ordering::Relaxed));
-        }
-        // As XFS: the internal log is not part of f_blocks; free inodes include those that
-        // free blocks could still hold.
-        let ffree = ifree + free * INODES_PER_BLOCK;
-        Ok(FsStat {
-            bsize: BLOCK_SIZE as u64,
-            blocks: fs.geo.dblocks - u64::from(fs.geo.logblocks),
-            bfree: free,
-            bavail: free,
-            files: icount - ifree + ffree,
-            ffree,
-            namelen: NAME_MAX as u64,
-        })
+        Ok(self.fs.statfs())
     }
 
     fn sync(&self) -> Result<()> {

@@ -25,7 +25,7 @@ use queue::{IoQueue, QueueKind};
 
 pub use nix::errno::Errno;
 
-pub use crate::fs::vfs::{DirEntry, FallocMode, FileKind};
+pub use crate::fs::vfs::{DirEntry, FallocMode, FileKind, FileStat, FsStat};
 
 /// Result of a target call.
 pub type Result<T> = std::result::Result<T, TargetError>;
@@ -149,54 +149,6 @@ impl OpenFlags {
     pub fn readable(&self) -> bool {
         !matches!(self.access, Access::Write)
     }
-}
-
-/// What `stat(2)` returns, in the units the kernel uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileStat {
-    /// Inode number.
-    pub ino: u64,
-    /// Kind of file.
-    pub kind: FileKind,
-    /// Permission bits and type, as st_mode.
-    pub mode: u32,
-    /// Link count.
-    pub nlink: u32,
-    /// Owner.
-    pub uid: u32,
-    /// Group.
-    pub gid: u32,
-    /// Size in bytes.
-    pub size: u64,
-    /// Space used, in 512-byte units (st_blocks).
-    pub blocks: u64,
-    /// Preferred I/O size (st_blksize).
-    pub blksize: u32,
-    /// Last access, nanoseconds since the epoch.
-    pub atime_ns: i64,
-    /// Last data change, nanoseconds since the epoch.
-    pub mtime_ns: i64,
-    /// Last inode change, nanoseconds since the epoch.
-    pub ctime_ns: i64,
-}
-
-/// What `statfs(2)` returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FsStat {
-    /// Block size of the counts below (f_bsize).
-    pub bsize: u64,
-    /// Total blocks (f_blocks).
-    pub blocks: u64,
-    /// Free blocks (f_bfree).
-    pub bfree: u64,
-    /// Free blocks available to unprivileged users (f_bavail).
-    pub bavail: u64,
-    /// Total inodes (f_files).
-    pub files: u64,
-    /// Free inodes (f_ffree).
-    pub ffree: u64,
-    /// Longest name (f_namelen).
-    pub namelen: u64,
 }
 
 /// The VFS-like surface a workload runs against.

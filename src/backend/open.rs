@@ -91,6 +91,10 @@ pub enum StatsSource {
         /// The run's directories (synced before the final reading).
         dirs: Vec<PathBuf>,
     },
+    /// The statistics files of a labfs mounted through FUSE (`MOUNTPOINT/.labfs/stats/`,
+    /// holding `stats` and `stats_clear`): a host run in such a mount reads labfs's own
+    /// counters for it, as a run on XFS reads `/sys/fs/xfs/<dev>/stats/`.
+    Files(PathBuf),
 }
 
 /// The backend could not be opened.

@@ -6,6 +6,9 @@
 //! labfs check IMAGE                               fsck, read-only (xfs_repair -n)
 //! labfs info  IMAGE                               geometry and counters (xfs_info)
 //! labfs print IMAGE WHAT                          decode metadata (xfs_db print)
+//! labfs mount [--device SPEC | IMAGE] MOUNTPOINT [-o OPTIONS] [-f]
+//!                                                 mount through FUSE ([`super::mount`])
+//! labfs umount MOUNTPOINT                         unmount, after the final write-back
 //! ```
 //!
 //! The work is done by [`crate::fs::admin`]; this module parses and prints. It runs no
@@ -13,7 +16,7 @@
 //! parser and the exit statuses: 0 success (for `check`: clean), 1 a failure (for `check`:
 //! problems found), 2 a refused command line or an image that cannot be opened or holds no
 //! labfs. Errors are one line on stderr, `labfs: ...`; a closed stdout ends quietly.
-//! Subcommands are an enum, so more (`mount`) slot in beside these.
+//! `mount` and `umount` are [`super::mount`]'s, with its exit statuses (the same three).
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -23,6 +26,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use super::ExitStatus;
+use super::mount::{self, MountArgs, MountError, UmountArgs};
 use super::tool;
 use crate::fs::admin::check::check_image;
 use crate::fs::admin::image::Image;
@@ -40,7 +44,8 @@ const NAME: &str = "labfs";
 #[derive(Debug, Parser)]
 #[command(
     name = "labfs",
-    about = "Make, check, describe and decode labfs images (what xfsprogs does for XFS)",
+    about = "Make, check, describe, decode and mount labfs images (what xfsprogs and mount \
+             do for XFS)",
     after_help = "Exit status: 0 success (check: clean), 1 failure (check: problems found), \
                   2 bad command line, or an image that cannot be opened or holds no labfs."
 )]
@@ -61,6 +66,10 @@ pub enum AdminCommand {
     Info(ImageArg),
     /// Decode a metadata structure field by field, by address or path (xfs_db print).
     Print(PrintArgs),
+    /// Mount labfs through FUSE, so any program can use it (in the background unless -f).
+    Mount(MountArgs),
+    /// Unmount a labfs mount and wait for its final write-back.
+    Umount(UmountArgs),
 }
 
 /// `labfs mkfs`.
@@ -211,12 +220,24 @@ pub fn run(argv: Vec<OsString>) -> ExitStatus {
         AdminCommand::Check(a) => run_check(&a.image, &mut out),
         AdminCommand::Info(a) => run_info(&a.image, &mut out),
         AdminCommand::Print(a) => run_print(a, &mut out),
+        AdminCommand::Mount(a) => mount::mount(a)
+            .map(|()| ExitStatus::Ok)
+            .map_err(Ended::from),
+        AdminCommand::Umount(a) => mount::umount(a)
+            .map(|()| ExitStatus::Ok)
+            .map_err(Ended::from),
     };
     match result {
         Ok(status) => status,
         Err(Ended::Admin(e)) => {
             eprintln!("{NAME}: {e}");
             status_of(&e)
+        }
+        Err(Ended::Mount(e)) => {
+            if !e.already_reported() {
+                eprintln!("{NAME}: {e}");
+            }
+            e.exit_status()
         }
         // `labfs print ... | head`: the reader has what it wanted.
         Err(Ended::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitStatus::Ok,
@@ -230,12 +251,19 @@ pub fn run(argv: Vec<OsString>) -> ExitStatus {
 /// Why a subcommand stopped early.
 enum Ended {
     Admin(AdminError),
+    Mount(MountError),
     Output(io::Error),
 }
 
 impl From<AdminError> for Ended {
     fn from(e: AdminError) -> Ended {
         Ended::Admin(e)
+    }
+}
+
+impl From<MountError> for Ended {
+    fn from(e: MountError) -> Ended {
+        Ended::Mount(e)
     }
 }
 

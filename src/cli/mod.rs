@@ -12,6 +12,7 @@
 //! - [`csumhist`]: csumhist's subcommands (run, stat, bench).
 //! - [`syncbench`]: syncbench's subcommands (sweep).
 //! - [`labfs`]: the admin tool's command line (mkfs, check, info, print).
+//! - [`mount`]: `labfs mount` and `labfs umount` (labfs through FUSE).
 //!
 //! Engines (in [`crate::workload`]) never see clap: each command here turns its arguments into
 //! the engine's plain configuration.
@@ -22,6 +23,7 @@ pub mod fiolike;
 pub mod fsmark;
 pub mod interrupt;
 pub mod labfs;
+pub mod mount;
 pub mod observe;
 pub mod syncbench;
 pub mod tool;

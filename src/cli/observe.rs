@@ -10,7 +10,10 @@
 //! - on labfs, the mount's own counters are cleared (kernel semantics: all but vnodes\[0\]);
 //! - on the host, clearing the kernel's counters needs root, so it happens only with
 //!   `--stats-clear`; otherwise fslab reads them before and after and prints the difference,
-//!   which is the same figure without the privilege.
+//!   which is the same figure without the privilege;
+//! - on the host inside a labfs FUSE mount (`labfs mount`), that mount's own counters, read
+//!   from `MOUNTPOINT/.labfs/stats/stats` and cleared by writing 1 to `stats_clear` (the
+//!   mount's counters, so no privilege is needed).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -23,7 +26,9 @@ use crate::backend::TargetError;
 use crate::backend::host::HostTarget;
 use crate::backend::open::StatsSource;
 use crate::fs::stats::decode::{Regression, StatDiff, StatFile};
-use crate::fs::stats::host::{HostStatsError, SETTLE_TIMEOUT, settle};
+use crate::fs::stats::host::{
+    HostStatsError, SETTLE_TIMEOUT, clear_stats_at, read_stats_from, settle,
+};
 use crate::report::output::{OutputError, OutputFile};
 use crate::trace::TraceError;
 use crate::trace::registry::{self, EventSet};
@@ -336,6 +341,8 @@ impl Observer {
                 StatsSource::Lab(m) => m.mount().clear(),
                 StatsSource::Host { scope, .. } if args.stats_clear => scope.clear()?,
                 StatsSource::Host { .. } => {}
+                // The mount's own counters: clearing them needs no privilege.
+                StatsSource::Files(dir) => clear_stats_at(&dir.join("stats_clear"))?,
             }
             let now = obs.read()?;
             obs.last = Some(now.clone());
@@ -362,6 +369,7 @@ impl Observer {
         Ok(match &self.source {
             StatsSource::Lab(m) => StatFile::from(&m.mount().snapshot()),
             StatsSource::Host { scope, .. } => scope.read()?,
+            StatsSource::Files(dir) => read_stats_from(&dir.join("stats"))?,
         })
     }
 
@@ -413,7 +421,7 @@ impl Observer {
         }
         if self.args.wants_stats() {
             let (now, host_note) = match &self.source {
-                StatsSource::Lab(_) => (self.read()?, None),
+                StatsSource::Lab(_) | StatsSource::Files(_) => (self.read()?, None),
                 StatsSource::Host { scope, dirs } => {
                     // The kernel finishes a run's work after the run: write-back completes
                     // and unlinked inodes are inactivated in the background. syncfs, then

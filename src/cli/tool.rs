@@ -135,7 +135,9 @@ use super::observe::{
     event_list,
 };
 use crate::backend::TargetError;
-use crate::backend::open::{BackendConfig, OpenError, OpenedBackend, ParentsError, open};
+use crate::backend::open::{
+    BackendConfig, OpenError, OpenedBackend, ParentsError, StatsSource, open,
+};
 use crate::report::output::OutputError;
 
 /// A binary's arguments carry the shared flag groups (flattened [`BackendArgs`] and
@@ -414,12 +416,15 @@ pub fn execute<C: Command>(args: C::Args, argv: Vec<String>) -> Ended<C::UsageEr
         .create_parents(&command.work_dirs())
         .map_err(ToolError::Parents)
         .and_then(|()| {
-            Observer::start(
-                &observe,
-                backend.stats_source(&command.work_dirs()),
-                observe_outputs,
-            )
-            .map_err(ToolError::Observe)
+            // A host run inside a labfs FUSE mount reads that mount's statistics files.
+            let dirs = command.work_dirs();
+            let mut source = backend.stats_source(&dirs);
+            if matches!(source, StatsSource::Host { .. })
+                && let Some(stats) = dirs.first().and_then(|d| crate::fuse::stats_dir_of(d))
+            {
+                source = StatsSource::Files(stats);
+            }
+            Observer::start(&observe, source, observe_outputs).map_err(ToolError::Observe)
         });
     match started {
         Err(e) => ended.errors.push(e),

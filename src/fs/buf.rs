@@ -185,7 +185,8 @@ impl BufCache {
             | BlockKind::DirLeaf1
             | BlockKind::DirLeafN
             | BlockKind::DaNode
-            | BlockKind::DirFree => (LockClass::InodeBlock, daddr.0),
+            | BlockKind::DirFree
+            | BlockKind::Symlink => (LockClass::InodeBlock, daddr.0),
             BlockKind::Inode => (LockClass::InodeCluster, daddr.0),
             BlockKind::LogRecord => (LockClass::LogBlock, daddr.0),
         };

@@ -20,6 +20,8 @@
 //!   extents; the AGF's counters match them;
 //! - **inodes add up**: the inode trees agree with each other and the AGI, every inode the
 //!   trees call used is in use on disk and every free one is free;
+//! - **symbolic links read back**: each link's target is inline with the right length, or in
+//!   one remote block whose header names the link;
 //! - **links add up** (invariant 7): every used inode is reachable from the root (or held
 //!   open), each file's link count equals the entries naming it, each directory's is two
 //!   plus its subdirectories, and each `..` names the parent.
@@ -252,6 +254,11 @@ pub fn check(fs: &Fs) -> FsResult<Report> {
             r.dirs += 1;
         }
         kinds.insert(ino, (core.kind(), core.di.nlink));
+        if core.is_symlink()
+            && let Err(e) = crate::fs::symlink::read_target(fs, ino, &core)
+        {
+            r.push(Location::Inode { ino }, format!("unreadable symlink: {e}"));
+        }
         let mut charged = 0u64;
         for e in core.fork.extents() {
             if e.is_delalloc() {

@@ -19,9 +19,10 @@ use parking_lot::RwLock;
 use parking_lot::lock_api::RawRwLock as _;
 
 use crate::fs::error::{FsError, FsResult};
+use crate::fs::format::BLOCK_SIZE;
 use crate::fs::format::dinode::{DinodeCore, ForkFormat};
 use crate::fs::lockcheck::{self, Held, LockClass, LockId};
-use crate::fs::vfs::FileKind;
+use crate::fs::vfs::{FileKind, FileStat};
 
 /// Mode bits of a regular file (S_IFREG).
 pub const S_IFREG: u16 = 0o100000;
@@ -31,6 +32,8 @@ pub const S_IFDIR: u16 = 0o040000;
 pub const S_IFLNK: u16 = 0o120000;
 /// Type mask (S_IFMT).
 pub const S_IFMT: u16 = 0o170000;
+/// Set-group-ID bit (S_ISGID): on a directory, new entries take its group.
+pub const S_ISGID: u16 = 0o2000;
 
 /// One mapping of file blocks to disk blocks: the bmbt record type, used in core too.
 pub use crate::fs::btree::kinds::BmbtRec as Extent;
@@ -129,6 +132,37 @@ impl InodeCore {
     /// Whether this is a regular file.
     pub fn is_reg(&self) -> bool {
         self.file_type() == S_IFREG
+    }
+
+    /// Whether this is a symbolic link.
+    pub fn is_symlink(&self) -> bool {
+        self.file_type() == S_IFLNK
+    }
+
+    /// stat(2) of this inode (number `ino`): delayed-allocation blocks count as used, as
+    /// XFS's `xfs_vn_getattr` adds `i_delayed_blks`.
+    pub fn stat(&self, ino: u64) -> FileStat {
+        let delalloc: u64 = self
+            .fork
+            .extents()
+            .iter()
+            .filter(|e| e.is_delalloc())
+            .map(|e| u64::from(e.blockcount))
+            .sum();
+        FileStat {
+            ino,
+            kind: self.kind(),
+            mode: u32::from(self.di.mode),
+            nlink: self.di.nlink,
+            uid: self.di.uid,
+            gid: self.di.gid,
+            size: self.di.size,
+            blocks: (self.di.nblocks + delalloc) * (BLOCK_SIZE as u64 / 512),
+            blksize: BLOCK_SIZE as u32,
+            atime_ns: self.di.atime,
+            mtime_ns: self.di.mtime,
+            ctime_ns: self.di.ctime,
+        }
     }
 
     /// The kind, as the Target surface reports it.

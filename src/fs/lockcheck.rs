@@ -73,7 +73,7 @@ pub enum LockClass {
     Superblock,
     /// A block of an AG's free-space or inode B+trees: only with that AG's AGF or AGI held.
     AgTreeBlock,
-    /// A directory or extent-map block: only with its inode's ILOCK held.
+    /// A directory, symlink or extent-map block: only with its inode's ILOCK held.
     InodeBlock,
     /// An inode cluster buffer (eight on-disk inodes); several in ascending disk address.
     InodeCluster,

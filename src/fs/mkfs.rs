@@ -326,6 +326,45 @@ fn make_root_dir(fs: &Fs) -> FsResult<u64> {
     Ok(ino)
 }
 
+/// Whether to make a new filesystem before mounting a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Always run mkfs (in-memory devices, `--mkfs`).
+    Always,
+    /// Mount what is there; run mkfs only if the device is blank.
+    IfBlank,
+    /// Mount what is there; fail if it is not labfs.
+    Never,
+}
+
+/// Make a filesystem on `dev` if `format` says so, then mount it.
+pub fn mount_formatted(
+    dev: Arc<dyn BlockDev>,
+    opts: &Options,
+    format: Format,
+) -> FsResult<Arc<Fs>> {
+    let (make, nonzero) = match format {
+        Format::Always => (true, None),
+        Format::Never => (false, None),
+        Format::IfBlank => match crate::fs::mount::first_nonzero_byte(dev.as_ref())? {
+            None => (true, None),
+            Some(at) => (false, Some(at)),
+        },
+    };
+    if make {
+        mkfs(Arc::clone(&dev), opts)?;
+    }
+    // A device that is not blank is only ever mounted: if it holds no labfs, say that it was
+    // left alone, and why, rather than formatting over someone's data.
+    Fs::mount(dev, opts.mount.clone()).map_err(|e| match (nonzero, e) {
+        (Some(at), FsError::BadSuperblock(why)) => FsError::BadSuperblock(format!(
+            "no labfs here ({why}), and the device is not blank (byte {at} is not zero), so \
+             it was left alone; format it explicitly (--mkfs) if its data may go"
+        )),
+        (_, e) => e,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -54,7 +54,8 @@
 //! - [`dir`]: directories (shortform, block, leaf, node).
 //! - [`data`]: page cache, delayed allocation, write-back, fsync.
 //! - [`check`]: fsck, the test oracle.
-//! - [`namei`]: the namespace operations (create, unlink, rename, ...).
+//! - [`namei`]: the namespace operations (create, unlink, rename, symlink, ...).
+//! - [`symlink`]: where a symbolic link's target is stored, and readlink.
 //! - [`mount`], [`mkfs`], [`options`]: making, mounting and configuring a filesystem.
 //! - [`stats`]: XFS-layout statistics.
 //! - [`vfs`]: the VFS-level types (file kinds, directory entries, fallocate modes) the layers
@@ -84,6 +85,7 @@ pub mod mount;
 pub mod namei;
 pub mod options;
 pub mod stats;
+pub mod symlink;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod trans;

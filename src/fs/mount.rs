@@ -16,13 +16,14 @@ use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::ag::{AGF_SECTOR, AGI_SECTOR, Agf, Agi};
 use crate::fs::format::dinode::{self, DinodeCore};
 use crate::fs::format::sb::Superblock;
-use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr};
+use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr, INODES_PER_BLOCK, NAME_MAX};
 use crate::fs::geo::Geometry;
 use crate::fs::icache::{InodeCache, Lookup};
 use crate::fs::inode::{DataFork, Inode, InodeCore, InodeWrite, iflags};
 use crate::fs::lockcheck::{LockClass, LockId, OrderedMutex};
 use crate::fs::options::MountOptions;
 use crate::fs::stats::{MountStats, Stat};
+use crate::fs::vfs::FsStat;
 use crate::trace::Dev;
 
 /// In-core per-AG summary, read without locks to choose where to allocate (XFS's `xfs_perag`).
@@ -119,6 +120,21 @@ pub fn read_superblock(dev: &dyn BlockDev, cksum: Cksum) -> FsResult<Superblock>
 
 fn dinode_is_blank(b: &[u8]) -> bool {
     b.iter().all(|&x| x == 0)
+}
+
+/// Bytes at the start of a device that must be zero for it to count as blank: where every
+/// common filesystem, partition table and swap signature lives. One sector is not enough:
+/// ext4 leaves its first KiB zero and keeps its superblock at 1 KiB.
+pub const BLANK_PROBE_BYTES: u64 = 1 << 20;
+
+/// The offset of the first non-zero byte in the device's first [`BLANK_PROBE_BYTES`], or
+/// `None` when the device is blank there (and may be formatted without being asked).
+pub fn first_nonzero_byte(dev: &dyn BlockDev) -> FsResult<Option<u64>> {
+    let len = dev.size().min(BLANK_PROBE_BYTES) as usize;
+    let mut b = vec![0u8; len];
+    dev.read_at(&mut b, 0)
+        .map_err(|e| FsError::Io(format!("reading the device's first {len} bytes: {e}")))?;
+    Ok(b.iter().position(|&x| x != 0).map(|i| i as u64))
 }
 
 impl Fs {
@@ -473,6 +489,27 @@ impl Fs {
         self.sync_metadata()?;
         self.bufs.purge_clean();
         Ok(())
+    }
+
+    /// statfs(2). As XFS: the internal log is not part of `blocks`; free inodes include
+    /// those that free blocks could still hold.
+    pub fn statfs(&self) -> FsStat {
+        let free = self.fdblocks.load(Ordering::Relaxed).max(0) as u64;
+        let (mut icount, mut ifree) = (0u64, 0u64);
+        for p in self.perag.iter() {
+            icount += u64::from(p.icount.load(Ordering::Relaxed));
+            ifree += u64::from(p.ifree.load(Ordering::Relaxed));
+        }
+        let ffree = ifree + free * INODES_PER_BLOCK;
+        FsStat {
+            bsize: BLOCK_SIZE as u64,
+            blocks: self.geo.dblocks - u64::from(self.geo.logblocks),
+            bfree: free,
+            bavail: free,
+            files: icount - ifree + ffree,
+            ffree,
+            namelen: NAME_MAX as u64,
+        }
     }
 
     /// The volume label.

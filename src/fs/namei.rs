@@ -15,9 +15,11 @@ use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::NAME_MAX;
 use crate::fs::format::dinode::DinodeCore;
 use crate::fs::ialloc::{ialloc, ifree};
-use crate::fs::inode::{Inode, InodeRead, InodeWrite, S_IFDIR, S_IFREG, iflags};
+use crate::fs::inode::{
+    Inode, InodeRead, InodeWrite, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, iflags,
+};
 use crate::fs::trans::{InodeId, Trans};
-use crate::fs::vfs::{DirEntry, FileKind};
+use crate::fs::vfs::{DirEntry, FileKind, Owner, RenameMode};
 
 /// Blocks reserved for a create or mkdir: a new inode chunk, directory growth and the tree
 /// splits both may cause (XFS's `XFS_CREATE_SPACE_RES`, in spirit).
@@ -164,12 +166,29 @@ impl Fs {
         Ok((cur, last))
     }
 
-    /// A fresh inode core for a new file or directory.
-    fn new_core(mode: u16, nlink: u32) -> DinodeCore {
+    /// A fresh inode core for a new inode of `mode` made by `owner` in the locked directory
+    /// `dp`. As the kernel's `inode_init_owner`: under a set-group-ID directory the new inode
+    /// takes the directory's group, and a new directory inherits the set-group-ID bit.
+    pub(crate) fn new_core(
+        tp: &Trans,
+        dp: InodeId,
+        mode: u16,
+        nlink: u32,
+        owner: Owner,
+    ) -> DinodeCore {
         let now = crate::fs::now_ns();
+        let parent = &tp.ic(dp).di;
+        let (gid, mode) = if parent.mode & S_ISGID != 0 {
+            let inherit = if mode & S_IFMT == S_IFDIR { S_ISGID } else { 0 };
+            (parent.gid, mode | inherit)
+        } else {
+            (owner.gid, mode)
+        };
         DinodeCore {
             mode,
             nlink,
+            uid: owner.uid,
+            gid,
             atime: now,
             mtime: now,
             ctime: now,
@@ -180,7 +199,7 @@ impl Fs {
 
     /// Lock a directory exclusive for a change to its entries: it must be a directory and
     /// still linked (a removed directory takes no new entries).
-    fn lock_live_dir(tp: &mut Trans, dir: &Arc<Inode>) -> FsResult<InodeId> {
+    pub(crate) fn lock_live_dir(tp: &mut Trans, dir: &Arc<Inode>) -> FsResult<InodeId> {
         let dp = tp.lock_inode(Arc::clone(dir));
         if !tp.ic(dp).is_dir() {
             return Err(FsError::NotDir);
@@ -192,7 +211,7 @@ impl Fs {
     }
 
     /// Stamp a directory's mtime/ctime after its entries changed.
-    fn touch_dir(tp: &mut Trans, dp: InodeId) {
+    pub(crate) fn touch_dir(tp: &mut Trans, dp: InodeId) {
         let now = crate::fs::now_ns();
         let ic = tp.ic_mut(dp);
         ic.di.mtime = now;
@@ -201,13 +220,25 @@ impl Fs {
     }
 
     /// Create a regular file (or open the existing one): returns it and whether it is new.
-    /// With `exclusive`, an existing name is `Exists` (O_EXCL).
+    /// With `exclusive`, an existing name is `Exists` (O_EXCL). The file belongs to root.
     pub fn create(
         &self,
         dir: &Arc<Inode>,
         name: &[u8],
         mode: u32,
         exclusive: bool,
+    ) -> FsResult<(Arc<Inode>, bool)> {
+        self.create_as(dir, name, mode, exclusive, Owner::default())
+    }
+
+    /// [`Fs::create`] on behalf of `owner`.
+    pub fn create_as(
+        &self,
+        dir: &Arc<Inode>,
+        name: &[u8],
+        mode: u32,
+        exclusive: bool,
+        owner: Owner,
     ) -> FsResult<(Arc<Inode>, bool)> {
         self.check_live()?;
         check_name(name)?;
@@ -231,7 +262,8 @@ impl Fs {
         }
         tp.reserve(CREATE_BLOCKS)?;
         let ino = ialloc(&mut tp, dir.ino, false)?;
-        let w = self.new_inode(ino, Self::new_core(S_IFREG | (mode as u16 & 0o7777), 1))?;
+        let core = Self::new_core(&tp, dp, S_IFREG | (mode as u16 & 0o7777), 1, owner);
+        let w = self.new_inode(ino, core)?;
         let ip = tp.join_locked(w);
         tp.log_inode(ip);
         dir::add(&mut tp, dp, name, ino, FileKind::File)?;
@@ -242,8 +274,19 @@ impl Fs {
         Ok((inode, true))
     }
 
-    /// Make a directory.
+    /// Make a directory (belonging to root).
     pub fn mkdir(&self, dir: &Arc<Inode>, name: &[u8], mode: u32) -> FsResult<Arc<Inode>> {
+        self.mkdir_as(dir, name, mode, Owner::default())
+    }
+
+    /// [`Fs::mkdir`] on behalf of `owner`.
+    pub fn mkdir_as(
+        &self,
+        dir: &Arc<Inode>,
+        name: &[u8],
+        mode: u32,
+        owner: Owner,
+    ) -> FsResult<Arc<Inode>> {
         self.check_live()?;
         check_name(name)?;
         if matches!(self.dcache.get(dir.ino, name), Some(Cached::Positive(_))) {
@@ -263,7 +306,8 @@ impl Fs {
         }
         tp.reserve(CREATE_BLOCKS)?;
         let ino = ialloc(&mut tp, dir.ino, true)?;
-        let w = self.new_inode(ino, Self::new_core(S_IFDIR | (mode as u16 & 0o7777), 2))?;
+        let core = Self::new_core(&tp, dp, S_IFDIR | (mode as u16 & 0o7777), 2, owner);
+        let w = self.new_inode(ino, core)?;
         let ip = tp.join_locked(w);
         dir::init(&mut tp, ip, dir.ino)?;
         tp.log_inode(ip);
@@ -448,6 +492,18 @@ impl Fs {
         ddir: &Arc<Inode>,
         dname: &[u8],
     ) -> FsResult<()> {
+        self.rename_with(sdir, sname, ddir, dname, RenameMode::Replace)
+    }
+
+    /// renameat2(2) with the behaviours of [`RenameMode`].
+    pub fn rename_with(
+        &self,
+        sdir: &Arc<Inode>,
+        sname: &[u8],
+        ddir: &Arc<Inode>,
+        dname: &[u8],
+        mode: RenameMode,
+    ) -> FsResult<()> {
         self.check_live()?;
         for n in [sname, dname] {
             if n == b"." || n == b".." {
@@ -465,12 +521,26 @@ impl Fs {
                 Err(FsError::NotFound) => None,
                 Err(e) => return Err(e),
             };
+            // A name that appears after this lookup is caught by the re-check under the
+            // locks below, which starts over and lands here.
+            if mode == RenameMode::NoReplace && dst.is_some() {
+                return Err(FsError::Exists);
+            }
             if dst.as_ref().is_some_and(|d| d.ino == src.ino) {
                 return Ok(()); // same inode: rename does nothing
             }
             let src_is_dir = InodeRead::lock(Arc::clone(&src)).is_dir();
             if src_is_dir && sdir.ino != ddir.ino && self.is_ancestor(src.ino, ddir)? {
                 return Err(FsError::Invalid("cannot move a directory into itself"));
+            }
+            // Over one of the source's own ancestors: ENOTEMPTY before any type check, as
+            // the kernel's rename trap says (the ancestor holds the source, so it is not
+            // empty).
+            if let Some(d) = &dst
+                && InodeRead::lock(Arc::clone(d)).is_dir()
+                && self.is_ancestor(d.ino, sdir)?
+            {
+                return Err(FsError::NotEmpty);
             }
             let mut set: Vec<&Arc<Inode>> = vec![sdir, ddir, &src];
             if let Some(d) = &dst {
@@ -562,6 +632,7 @@ impl Fs {
         if let Some(ext) = w.ext.take() {
             crate::fs::data::drop_cache(self, &ext);
         }
+        crate::fs::symlink::forget_remote(self, &w)?;
         if !w.fork.extents().is_empty() {
             w = self.free_range(w, 0, u64::MAX >> crate::fs::format::BLOCK_SHIFT)?;
         }
@@ -595,6 +666,40 @@ impl Fs {
             w.opens == 0 && w.di.nlink == 0
         };
         if free { self.inactivate(ip) } else { Ok(()) }
+    }
+}
+
+impl Fs {
+    /// symlink(2): a new symbolic link `name` in `dir` whose target is `target`, made by
+    /// `owner`. The target is stored inline or in a remote block ([`crate::fs::symlink`]).
+    pub fn symlink(
+        &self,
+        dir: &Arc<Inode>,
+        name: &[u8],
+        target: &[u8],
+        owner: Owner,
+    ) -> FsResult<Arc<Inode>> {
+        self.check_live()?;
+        check_name(name)?;
+        crate::fs::symlink::check_target(target)?;
+        let mut tp = Trans::new(self);
+        let dp = Self::lock_live_dir(&mut tp, dir)?;
+        if dir::lookup(&mut tp, dp, name)?.is_some() {
+            tp.commit()?;
+            return Err(FsError::Exists);
+        }
+        // One more block than a create, for a remote target.
+        tp.reserve(CREATE_BLOCKS + 1)?;
+        let ino = ialloc(&mut tp, dir.ino, false)?;
+        let core = Self::new_core(&tp, dp, S_IFLNK | 0o777, 1, owner);
+        let w = self.new_inode(ino, core)?;
+        let ip = tp.join_locked(w);
+        crate::fs::symlink::store(&mut tp, ip, target)?;
+        dir::add(&mut tp, dp, name, ino, FileKind::Symlink)?;
+        Self::touch_dir(&mut tp, dp);
+        let inode = Arc::clone(tp.inode(ip));
+        tp.commit()?;
+        Ok(inode)
     }
 }
 

@@ -308,6 +308,11 @@ impl EventSet {
         self.member[e.id()] = true;
     }
 
+    /// Take one event out.
+    pub fn remove(&mut self, e: &EventDef) {
+        self.member[e.id()] = false;
+    }
+
     /// Whether `e` is in the set.
     pub fn contains(&self, e: &EventDef) -> bool {
         self.member.get(e.id()).copied().unwrap_or(false)

@@ -88,6 +88,13 @@ impl<T: Copy> Ring<T> {
         out
     }
 
+    /// Forget everything, including the overwrite count (a cleared trace buffer).
+    pub fn reset(&mut self) {
+        self.buf = Vec::new();
+        self.head = 0;
+        self.overwritten = 0;
+    }
+
     /// Remove and return the entries, oldest first, releasing the storage.
     pub fn take(&mut self) -> Vec<T> {
         let out = self.to_vec();
@@ -119,8 +126,10 @@ mod tests {
         assert_eq!(r.buf.len(), 0);
         r.push(10);
         assert_eq!(r.to_vec(), vec![10]);
-        // Overwrites are a lifetime count; they survive a take.
+        // Overwrites are a lifetime count; they survive a take, not a reset.
         assert_eq!(r.overwritten(), 6);
+        r.reset();
+        assert_eq!((r.to_vec(), r.overwritten()), (vec![], 0));
     }
 
     #[test]

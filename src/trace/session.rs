@@ -15,6 +15,12 @@
 //! [`Session::snapshot`] writes what the rings hold now without consuming it (like reading
 //! `trace`); [`Session::drain`] writes and removes it (like reading `trace_pipe`).
 //!
+//! A running session can be reconfigured the way tracefs is driven by hand (the control
+//! files of a `labfs mount` do exactly this): [`Session::set_recorded`] (`set_event`),
+//! [`Session::add_histogram`] / [`Session::remove_histogram`] (`hist` triggers, read back with
+//! [`Session::histograms`]), [`Session::set_paused`] (`tracing_on`) and
+//! [`Session::clear_records`] (`echo > trace`).
+//!
 //! # Why per-thread rings and not a channel
 //!
 //! A channel to a writer thread has one shared queue that every firing thread contends on,
@@ -58,7 +64,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use super::TraceError;
 use super::format::{push_ftrace_header, push_ftrace_line, push_json_line};
@@ -232,12 +238,15 @@ struct EventPlan {
 }
 
 /// The part of a session that firing threads see.
+///
+/// The plans sit behind a read-write lock so a live session can change what it records and
+/// which histograms it keeps ([`Session::set_recorded`], [`Session::add_histogram`]); a
+/// firing thread takes it shared, after its event's enabled flag already said yes.
 #[derive(Debug)]
 struct Shared {
     id: u64,
-    plans: Vec<EventPlan>,
+    plans: RwLock<Vec<EventPlan>>,
     ring_cap: usize,
-    n_hists: usize,
     threads: Mutex<Vec<Arc<ThreadBuf>>>,
     dropped: AtomicU64,
 }
@@ -274,13 +283,14 @@ impl ThreadBuf {
                 written: 0,
                 consumed: 0,
                 counts: vec![0; list().len()],
-                hists: vec![HashMap::new(); shared.n_hists],
+                hists: Vec::new(),
             }),
         }
     }
 
     fn record(&self, shared: &Shared, rec: Record) {
-        let Some(plan) = shared.plans.get(rec.event.id()) else {
+        let plans = shared.plans.read();
+        let Some(plan) = plans.get(rec.event.id()) else {
             return;
         };
         let mut st = self.state.lock();
@@ -296,6 +306,9 @@ impl ThreadBuf {
             let Some(v) = rec.values[h.field].as_u64() else {
                 continue;
             };
+            if st.hists.len() <= h.spec {
+                st.hists.resize_with(h.spec + 1, HashMap::new);
+            }
             let mut key = [Value::EMPTY; MAX_GROUP_FIELDS];
             for (slot, &g) in key.iter_mut().zip(&h.groups[..h.n_groups]) {
                 *slot = rec.values[g];
@@ -411,9 +424,8 @@ impl TraceConfig {
         };
         let shared = Arc::new(Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            plans,
+            plans: RwLock::new(plans),
             ring_cap: self.ring_entries_per_thread,
-            n_hists: self.histograms.len(),
             threads: Mutex::new(Vec::new()),
             dropped: AtomicU64::new(0),
         });
@@ -429,7 +441,8 @@ impl TraceConfig {
             recorded,
             format: self.format,
             out,
-            hist_specs: self.histograms.clone(),
+            hist_specs: self.histograms.iter().cloned().map(Some).collect(),
+            paused: false,
             closed: false,
         })
     }
@@ -606,7 +619,10 @@ pub struct Session {
     recorded: EventSet,
     format: TraceFormat,
     out: Option<(PathBuf, File)>,
-    hist_specs: Vec<HistSpec>,
+    /// Histogram specs by plan index; a removed one leaves its slot empty so the indices of
+    /// the others (which the threads' histograms are filed under) stay put.
+    hist_specs: Vec<Option<HistSpec>>,
+    paused: bool,
     closed: bool,
 }
 
@@ -657,9 +673,115 @@ impl Session {
         self.recorded.names()
     }
 
+    /// The events whose records go to the rings.
+    pub fn recorded(&self) -> &EventSet {
+        &self.recorded
+    }
+
     /// Names of every enabled event (recorded, or feeding a histogram).
     pub fn enabled_events(&self) -> Vec<&'static str> {
         self.enabled.names()
+    }
+
+    /// Change which events' records go to the rings, while the session runs (tracefs's
+    /// `set_event`). Histograms keep their events enabled whether recorded or not.
+    pub fn set_recorded(&mut self, events: EventSet) {
+        {
+            let mut plans = self.shared.plans.write();
+            for e in list() {
+                plans[e.id()].record = events.contains(e);
+            }
+        }
+        self.recorded = events;
+        self.refresh_enabled();
+    }
+
+    /// Start keeping a histogram (a tracefs `hist` trigger) from now on. The same spec twice
+    /// is [`TraceError::BadHistSpec`], as the kernel refuses a duplicate trigger.
+    pub fn add_histogram(&mut self, spec: HistSpec) -> Result<(), TraceError> {
+        if self.hist_specs.iter().flatten().any(|s| *s == spec) {
+            return Err(TraceError::BadHistSpec {
+                spec: spec.to_string(),
+                reason: "this histogram is already kept".into(),
+            });
+        }
+        let index = self.hist_specs.len();
+        let (event, plan) = plan_hist(&spec, index)?;
+        self.shared.plans.write()[event.id()].hists.push(plan);
+        self.hist_specs.push(Some(spec));
+        self.refresh_enabled();
+        Ok(())
+    }
+
+    /// Stop keeping a histogram and discard what it counted (removing a tracefs trigger).
+    /// Returns whether it was kept.
+    pub fn remove_histogram(&mut self, spec: &HistSpec) -> bool {
+        let Some(index) = self
+            .hist_specs
+            .iter()
+            .position(|s| s.as_ref() == Some(spec))
+        else {
+            return false;
+        };
+        for plan in self.shared.plans.write().iter_mut() {
+            plan.hists.retain(|h| h.spec != index);
+        }
+        self.hist_specs[index] = None;
+        for t in self.shared.threads.lock().iter() {
+            if let Some(h) = t.state.lock().hists.get_mut(index) {
+                h.clear();
+            }
+        }
+        self.refresh_enabled();
+        true
+    }
+
+    /// The histogram specs being kept, in the order they were added.
+    pub fn histogram_specs(&self) -> Vec<HistSpec> {
+        self.hist_specs.iter().flatten().cloned().collect()
+    }
+
+    /// The histograms so far (like reading a tracefs `hist` file), one per kept spec.
+    pub fn histograms(&self) -> Vec<HistResult> {
+        self.hist_results(&self.collect(Read::Copy))
+    }
+
+    /// Stop (or resume) firing every event, keeping what was collected (tracefs's
+    /// `tracing_on`).
+    pub fn set_paused(&mut self, paused: bool) {
+        self.paused = paused;
+        self.refresh_enabled();
+    }
+
+    /// Whether the session is paused.
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    /// Empty the rings and reset their totals, keeping counts and histograms (writing
+    /// tracefs's `trace` with O_TRUNC).
+    pub fn clear_records(&self) {
+        for t in self.shared.threads.lock().iter() {
+            let mut st = t.state.lock();
+            st.ring.reset();
+            st.written = 0;
+            st.consumed = 0;
+        }
+    }
+
+    /// Recompute the enabled set (recorded events plus histogram events) and set the event
+    /// flags: all off while paused.
+    fn refresh_enabled(&mut self) {
+        let mut enabled = self.recorded.clone();
+        for spec in self.hist_specs.iter().flatten() {
+            if let Some(e) = find(&spec.event) {
+                enabled.insert(e);
+            }
+        }
+        for e in list() {
+            e.set_enabled(!self.paused && enabled.contains(e));
+        }
+        self.enabled = enabled;
     }
 
     /// Per-event counts so far (exact at the moment each thread is read).
@@ -723,19 +845,19 @@ impl Session {
             .collect()
     }
 
-    fn summarise(&self, c: Collected) -> TraceSummary {
-        let in_buffer = c.in_buffer();
-        let histograms = self
-            .hist_specs
+    /// The histograms of the live specs, from collected thread buffers.
+    fn hist_results(&self, c: &Collected) -> Vec<HistResult> {
+        self.hist_specs
             .iter()
-            .zip(c.hists.iter())
+            .enumerate()
+            .filter_map(|(i, spec)| Some((spec.as_ref()?, c.hists.get(i))))
             .map(|(spec, groups)| {
                 let mut by_key: BTreeMap<Option<String>, Log2Hist> = BTreeMap::new();
                 let n = spec.group_by.len();
                 if n == 0 {
                     by_key.insert(None, Log2Hist::new());
                 }
-                for (k, h) in groups {
+                for (k, h) in groups.into_iter().flatten() {
                     let key = (n > 0).then(|| {
                         k[..n]
                             .iter()
@@ -750,7 +872,11 @@ impl Session {
                     groups: by_key.into_iter().collect(),
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    fn summarise(&self, c: Collected) -> TraceSummary {
+        let in_buffer = c.in_buffer();
         TraceSummary {
             counts: self.count_list(&c.counts),
             entries_in_buffer: in_buffer,
@@ -759,7 +885,7 @@ impl Session {
             consumed: c.consumed,
             dropped: self.shared.dropped.load(Ordering::Relaxed),
             threads: c.per_thread.len(),
-            histograms,
+            histograms: self.hist_results(&c),
         }
     }
 
@@ -787,7 +913,7 @@ impl Session {
             written: 0,
             overwritten: 0,
             consumed: 0,
-            hists: vec![HashMap::new(); self.shared.n_hists],
+            hists: vec![HashMap::new(); self.hist_specs.len()],
         };
         for t in &threads {
             let mut st = t.state.lock();

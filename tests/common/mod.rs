@@ -6,6 +6,8 @@
 //!   device).
 //! - [`dirs`]: directory helpers (a directory full of files, its form, where its blocks are).
 //! - [`xfs`]: the host kernel's XFS: its statistics file and a loop-mounted XFS image.
+//! - [`fuse`]: labfs mounted through FUSE in the test process.
+//! - [`model`]: the model filesystem of the model-based random tests.
 //! - Random inputs come from the crate's one seeded generator, [`fslab::rng::SplitMix64`]:
 //!   a failing seed replays exactly.
 //!
@@ -23,6 +25,9 @@
 //!    ("/proc/fs/xfs/stat is absent: the xfs module is not loaded", "mount failed: ...")
 //!    instead of returning early, so a run that asked for XFS cannot pass without it.
 //!
+//! FUSE tests follow the same rules in modules named `kernel_fuse` (`/dev/fuse` and root or
+//! `fusermount3`; fio for the fio tests): `cargo test --release -- --ignored kernel_fuse`.
+//!
 //! Heavy tests use the same mechanism with their own reason (`#[ignore = "benchmark: ..."]`,
 //! `#[cfg_attr(debug_assertions, ignore = "run with --release")]`).
 
@@ -32,5 +37,7 @@
 )]
 
 pub mod dirs;
+pub mod fuse;
 pub mod image;
+pub mod model;
 pub mod xfs;

@@ -26,6 +26,7 @@ use crate::fs::format::dinode::{CORE_SIZE, EXTENT_REC_SIZE, MAX_INLINE_EXTENTS};
 use crate::fs::format::endian::{get_crc, get_u16, get_u32, get_u64};
 use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, INODE_SIZE, Magic};
 use crate::fs::inode::{S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
+use crate::fs::symlink;
 
 /// One structure decoded for display: a title line, then `name = value` lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -456,6 +457,10 @@ pub fn inode(title: impl Into<String>, b: &[u8]) -> Decoded {
                 Err(e) => d.add("u.sfdir3", format!("cannot be decoded: {e}")),
             }
         }
+        1 if mode & S_IFMT == S_IFLNK => {
+            let size = (get_u64(b, 56) as usize).min(lit.len());
+            d.add("u.symlink", quoted(&lit[..size]));
+        }
         1 => {
             let size = (get_u64(b, 56) as usize).min(lit.len());
             d.add("u.data", hex_bytes(&lit[..size]));
@@ -583,6 +588,7 @@ pub fn block(title: impl Into<String>, kind: BlockKind, b: &[u8]) -> Decoded {
         BlockKind::Agi => agi(title, b),
         BlockKind::Agfl => agfl(title, b),
         BlockKind::Inode => inode(title, b),
+        BlockKind::Symlink => symlink_block(title, b),
         BlockKind::LogRecord => {
             let mut d = Decoded::new(title);
             d.add("bytes", hex_bytes(&b[..BBSIZE.min(b.len())]));
@@ -800,6 +806,38 @@ fn dir_free(title: String, b: &[u8]) -> Decoded {
         );
     }
     d
+}
+
+/// A remote symbolic link block (`XSLM`, `xfs_dsymlink_hdr`): its header and its piece of
+/// the target.
+fn symlink_block(title: String, b: &[u8]) -> Decoded {
+    let mut d = Decoded::new(title);
+    d.add("magic", format_magic(&b[0..4], u64::from(get_u32(b, 0)), 4));
+    d.add("offset", get_u32(b, 4).to_string());
+    let bytes = get_u32(b, 8) as usize;
+    d.add("bytes", bytes.to_string());
+    d.add("crc", crc_verdict(BlockKind::Symlink, b));
+    d.add("uuid", format_uuid(&b[16..32]));
+    d.add("owner", get_u64(b, 32).to_string());
+    d.add("blkno", get_u64(b, 40).to_string());
+    d.add("lsn", get_u64(b, 48).to_string());
+    let room = BLOCK_SIZE - symlink::HDR_SIZE;
+    if bytes > room {
+        d.add(
+            "target.note",
+            format!("bytes is more than the {room} that fit; showing those that do"),
+        );
+    }
+    d.add(
+        "target",
+        quoted(&b[symlink::HDR_SIZE..symlink::HDR_SIZE + bytes.min(room)]),
+    );
+    d
+}
+
+/// Bytes as a quoted string, escaped where they are not printable.
+fn quoted(bytes: &[u8]) -> String {
+    format!("\"{}\"", String::from_utf8_lossy(bytes).escape_debug())
 }
 
 fn best(v: u16) -> String {

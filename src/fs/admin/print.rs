@@ -7,7 +7,8 @@
 //! device and decoded whatever they hold ([`super::decode`]). A block address without a type
 //! is decoded as whatever its magic says it is; `--type` forces a kind, to see a block whose
 //! magic is damaged. A path is resolved through a read-only mount and prints the inode and
-//! every metadata block it owns: its extent-tree blocks, and a directory's blocks.
+//! every metadata block it owns: its extent-tree blocks, a directory's blocks, and a long
+//! symbolic link's remote block.
 
 use std::fmt;
 use std::str::FromStr;
@@ -344,6 +345,16 @@ fn by_path(img: &Image, path: &str) -> Result<Vec<Decoded>, AdminError> {
         })?;
         for fsb in blocks {
             out.extend(block_at(img, Some(&geo), fsb, Some(BlockKind::BmapBtree))?);
+        }
+    }
+    if core.is_symlink() {
+        // A long target's remote block (a short one is in the inode, decoded above).
+        for e in core.fork.extents().iter().filter(|e| !e.is_delalloc()) {
+            let mut decoded = block_at(img, Some(&geo), e.startblock, Some(BlockKind::Symlink))?;
+            for d in &mut decoded {
+                d.title = format!("symlink block of {path}: {}", d.title);
+            }
+            out.extend(decoded);
         }
     }
     if core.is_dir() {

@@ -73,6 +73,21 @@ pub(crate) fn drop_cache(fs: &Fs, cache: &FileCache) {
         .fetch_sub(cache.pages.len() as u64, Ordering::Relaxed);
 }
 
+/// File data operations apply to regular files only: a directory is `IsDir`, anything else
+/// (a symbolic link) `Invalid`, as the kernel refuses to write or truncate them; an inode
+/// freed under a caller that held it without opening it (mode 0) is `NotFound`.
+fn regular_only(core: &crate::fs::inode::InodeCore) -> FsResult<()> {
+    if core.di.mode == 0 {
+        Err(FsError::NotFound)
+    } else if core.is_dir() {
+        Err(FsError::IsDir)
+    } else if !core.is_reg() {
+        Err(FsError::Invalid("not a regular file"))
+    } else {
+        Ok(())
+    }
+}
+
 fn block_of(off: u64) -> u64 {
     off >> BLOCK_SHIFT
 }
@@ -115,9 +130,7 @@ impl Fs {
             .filter(|&e| e <= MAX_FILE_SIZE)
             .ok_or(FsError::TooBig)?;
         let mut w = InodeWrite::lock_allocated(Arc::clone(ip))?;
-        if w.is_dir() {
-            return Err(FsError::IsDir);
-        }
+        regular_only(&w)?;
         if data.is_empty() {
             // XFS returns before touching anything (and before the timestamp update).
             return Ok(0);
@@ -228,9 +241,7 @@ impl Fs {
         self.check_live()?;
         self.stats.inc(Stat::ReadCalls);
         let r = InodeRead::lock_allocated(Arc::clone(ip))?;
-        if r.is_dir() {
-            return Err(FsError::IsDir);
-        }
+        regular_only(&r)?;
         let size = r.di.size;
         if off >= size || buf.is_empty() {
             return Ok(0);
@@ -541,9 +552,7 @@ impl Fs {
             return Err(FsError::TooBig);
         }
         let mut w = InodeWrite::lock_allocated(Arc::clone(ip))?;
-        if w.is_dir() {
-            return Err(FsError::IsDir);
-        }
+        regular_only(&w)?;
         let old = w.di.size;
         let keep_blocks = size.div_ceil(BLOCK_SIZE as u64);
         if size < old {
@@ -657,9 +666,7 @@ impl Fs {
         let first = block_of(off);
         let last = end.div_ceil(BLOCK_SIZE as u64);
         let mut w = InodeWrite::lock_allocated(Arc::clone(ip))?;
-        if w.is_dir() {
-            return Err(FsError::IsDir);
-        }
+        regular_only(&w)?;
         let mut b = first;
         while b < last {
             match bmap::lookup(w.fork.extents(), b, &self.stats) {
@@ -704,9 +711,7 @@ impl Fs {
     /// Free whole blocks in `off..end` and zero the partial edges.
     fn punch(&self, ip: &Arc<Inode>, off: u64, end: u64) -> FsResult<()> {
         let mut w = InodeWrite::lock_allocated(Arc::clone(ip))?;
-        if w.is_dir() {
-            return Err(FsError::IsDir);
-        }
+        regular_only(&w)?;
         let end = end.min(w.di.size.max(off));
         if end <= off {
             return Ok(());

@@ -97,6 +97,8 @@ pub enum BlockKind {
     DaNode,
     /// Directory free-space index block.
     DirFree,
+    /// Remote symbolic link block: a target too long for the inode's literal area.
+    Symlink,
     /// Log record header (part 2's journal).
     LogRecord,
 }
@@ -117,7 +119,7 @@ pub enum Magic {
 
 impl BlockKind {
     /// Every kind, for tests and tables.
-    pub const ALL: [BlockKind; 17] = [
+    pub const ALL: [BlockKind; 18] = [
         BlockKind::Superblock,
         BlockKind::Agf,
         BlockKind::Agi,
@@ -134,6 +136,7 @@ impl BlockKind {
         BlockKind::DirLeafN,
         BlockKind::DaNode,
         BlockKind::DirFree,
+        BlockKind::Symlink,
         BlockKind::LogRecord,
     ];
 
@@ -156,6 +159,7 @@ impl BlockKind {
             BlockKind::DirLeafN => "dir3_leafn",
             BlockKind::DaNode => "da3_node",
             BlockKind::DirFree => "dir3_free",
+            BlockKind::Symlink => "symlink",
             BlockKind::LogRecord => "log_record",
         }
     }
@@ -191,6 +195,7 @@ impl BlockKind {
                 value: 0x3ebe,
             },
             BlockKind::DirFree => Magic::U32(0x5844_4633), // "XDF3"
+            BlockKind::Symlink => Magic::U32(0x5853_4c4d), // "XSLM"
             BlockKind::LogRecord => Magic::U32(0xfeed_babe),
         }
     }
@@ -209,6 +214,7 @@ impl BlockKind {
             BlockKind::BmapBtree => 64,
             BlockKind::Inode => 100,
             BlockKind::DirBlock | BlockKind::DirData | BlockKind::DirFree => 4,
+            BlockKind::Symlink => 12,
             BlockKind::DirLeaf1 | BlockKind::DirLeafN | BlockKind::DaNode => 12,
             BlockKind::LogRecord => 32,
         }

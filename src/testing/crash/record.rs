@@ -19,6 +19,7 @@
 //! recorder notes the first divergence and [`Recorder::finish`] reports it as an error.
 
 use std::collections::HashMap;
+use std::io::{IoSlice, IoSliceMut};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 
 use crate::backend::lab::{Format, LabTarget};
+use crate::backend::queue::{IoQueue, QueueKind, ThreadedQueue};
 use crate::backend::{
     DirEntry, Errno, FallocMode, Fd, FileStat, FsStat, OpenFlags, Result as TargetResult, SyncMode,
     Target, TargetError,
@@ -436,6 +438,29 @@ impl Target for Recorder {
 
     fn pread(&self, fd: Fd, buf: &mut [u8], offset: u64) -> TargetResult<usize> {
         self.lab.pread(fd, buf, offset)
+    }
+
+    fn lseek(&self, fd: Fd, offset: u64) -> TargetResult<u64> {
+        let mut st = self.state.lock();
+        let at = self.lab.lseek(fd, offset)?;
+        if let Some(f) = st.files.get_mut(&fd) {
+            f.pos = at;
+        }
+        Ok(at)
+    }
+
+    fn preadv(&self, fd: Fd, bufs: &mut [IoSliceMut<'_>], offset: u64) -> TargetResult<usize> {
+        self.lab.preadv(fd, bufs, offset)
+    }
+
+    /// One recorded pwrite of the buffers joined: the model sees the same bytes land.
+    fn pwritev(&self, fd: Fd, bufs: &[IoSlice<'_>], offset: u64) -> TargetResult<usize> {
+        let joined: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+        self.pwrite(fd, &joined, offset)
+    }
+
+    fn io_queue(self: Arc<Self>, _kind: QueueKind, depth: u32) -> TargetResult<Box<dyn IoQueue>> {
+        Ok(Box::new(ThreadedQueue::new(self, depth)?))
     }
 
     fn fsync(&self, fd: Fd) -> TargetResult<()> {

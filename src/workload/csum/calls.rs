@@ -570,6 +570,7 @@ pub fn structure_name(site: &str) -> &'static str {
             BlockKind::DirLeafN => "dir node-form leaf block",
             BlockKind::DaNode => "dir hash node block",
             BlockKind::DirFree => "dir free-index block",
+            BlockKind::Symlink => "remote symlink block",
             BlockKind::LogRecord => "log record header",
         };
     }

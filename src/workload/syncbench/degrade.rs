@@ -11,12 +11,14 @@
 //! [`Fs::sync_waiting`] in the run's mode and every other call straight to the mount. On the
 //! host there is one mode, the kernel's.
 
+use std::io::{IoSlice, IoSliceMut};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use super::SyncbenchError;
 use super::populate::{Fill, Populate, Tree};
+use crate::backend::queue::{IoQueue, QueueKind, ThreadedQueue};
 use crate::backend::{self, DirEntry, FallocMode, Fd, FileStat, FsStat, OpenFlags, Target};
 use crate::fs::Fs;
 use crate::fs::options::SyncWait;
@@ -107,6 +109,27 @@ impl Target for ModeTarget {
     fn syncfs(&self, path: &Path) -> backend::Result<()> {
         self.inner.stat(path)?;
         Ok(self.fs.sync_waiting(self.wait)?)
+    }
+
+    fn lseek(&self, fd: Fd, offset: u64) -> backend::Result<u64> {
+        self.inner.lseek(fd, offset)
+    }
+
+    fn preadv(&self, fd: Fd, bufs: &mut [IoSliceMut<'_>], offset: u64) -> backend::Result<usize> {
+        self.inner.preadv(fd, bufs, offset)
+    }
+
+    fn pwritev(&self, fd: Fd, bufs: &[IoSlice<'_>], offset: u64) -> backend::Result<usize> {
+        self.inner.pwritev(fd, bufs, offset)
+    }
+
+    /// Worker threads calling back into this wrapper, so their syncs take its mode too.
+    fn io_queue(
+        self: Arc<Self>,
+        _kind: QueueKind,
+        depth: u32,
+    ) -> backend::Result<Box<dyn IoQueue>> {
+        Ok(Box::new(ThreadedQueue::new(self, depth)?))
     }
 }
 
