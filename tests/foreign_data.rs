@@ -16,13 +16,14 @@ fn fsmark(args: &[&str]) -> (i32, String) {
     )
 }
 
-/// A 16 MiB image whose first KiB is zero and which has bytes at 1 KiB (where ext4 keeps its
-/// superblock, magic 0xEF53 at offset 0x38 of it).
+/// A 16 MiB image laid out as mkfs.ext4 leaves one: the first KiB zero, the superblock at
+/// 1 KiB (magic 0xEF53 at 0x38, incompat features at 0x60 with "extents" set).
 fn ext4_like_image(dir: &std::path::Path) -> (std::path::PathBuf, Vec<u8>) {
     let path = dir.join("foreign.img");
     let mut bytes = vec![0u8; 16 << 20];
     bytes[1024 + 0x38] = 0x53;
     bytes[1024 + 0x39] = 0xef;
+    bytes[1024 + 0x60] = 0x40;
     bytes[8 << 20] = 0x77;
     std::fs::write(&path, &bytes).expect("write image");
     (path, bytes)

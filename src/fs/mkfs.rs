@@ -346,9 +346,9 @@ pub fn mount_formatted(
     let (make, nonzero) = match format {
         Format::Always => (true, None),
         Format::Never => (false, None),
-        Format::IfBlank => match crate::fs::mount::first_nonzero_byte(dev.as_ref())? {
+        Format::IfBlank => match crate::fs::mount::probe_blank(dev.as_ref())? {
             None => (true, None),
-            Some(at) => (false, Some(at)),
+            Some(found) => (false, Some(found)),
         },
     };
     if make {
@@ -357,9 +357,9 @@ pub fn mount_formatted(
     // A device that is not blank is only ever mounted: if it holds no labfs, say that it was
     // left alone, and why, rather than formatting over someone's data.
     Fs::mount(dev, opts.mount.clone()).map_err(|e| match (nonzero, e) {
-        (Some(at), FsError::BadSuperblock(why)) => FsError::BadSuperblock(format!(
-            "no labfs here ({why}), and the device is not blank (byte {at} is not zero), so \
-             it was left alone; format it explicitly (--mkfs) if its data may go"
+        (Some(found), FsError::BadSuperblock(why)) => FsError::BadSuperblock(format!(
+            "no labfs here ({why}), and the device is not blank: {found}; it was left alone \
+             (format it explicitly, --mkfs, if its data may go)"
         )),
         (_, e) => e,
     })

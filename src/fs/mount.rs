@@ -12,6 +12,7 @@ use crate::fs::buf::{BufCache, GetMode};
 use crate::fs::cksum::Cksum;
 use crate::fs::dcache::Dcache;
 use crate::fs::dev::BlockDev;
+use crate::fs::dev::signature::{self, BLANK_PROBE_BYTES, NotBlank};
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::ag::{AGF_SECTOR, AGI_SECTOR, Agf, Agi};
 use crate::fs::format::dinode::{self, DinodeCore};
@@ -122,19 +123,14 @@ fn dinode_is_blank(b: &[u8]) -> bool {
     b.iter().all(|&x| x == 0)
 }
 
-/// Bytes at the start of a device that must be zero for it to count as blank: where every
-/// common filesystem, partition table and swap signature lives. One sector is not enough:
-/// ext4 leaves its first KiB zero and keeps its superblock at 1 KiB.
-pub const BLANK_PROBE_BYTES: u64 = 1 << 20;
-
-/// The offset of the first non-zero byte in the device's first [`BLANK_PROBE_BYTES`], or
-/// `None` when the device is blank there (and may be formatted without being asked).
-pub fn first_nonzero_byte(dev: &dyn BlockDev) -> FsResult<Option<u64>> {
-    let len = dev.size().min(BLANK_PROBE_BYTES) as usize;
+/// `None` when the device's first [`BLANK_PROBE_BYTES`] are zero (it may be formatted without
+/// being asked); otherwise what it holds.
+pub fn probe_blank(dev: &dyn BlockDev) -> FsResult<Option<NotBlank>> {
+    let len = (dev.size() as usize).min(BLANK_PROBE_BYTES);
     let mut b = vec![0u8; len];
     dev.read_at(&mut b, 0)
         .map_err(|e| FsError::Io(format!("reading the device's first {len} bytes: {e}")))?;
-    Ok(b.iter().position(|&x| x != 0).map(|i| i as u64))
+    Ok(signature::probe(&b))
 }
 
 impl Fs {

@@ -35,6 +35,7 @@ pub mod fault;
 pub mod file;
 pub mod latency;
 pub mod mem;
+pub mod signature;
 pub mod spec;
 pub mod stripe;
 
