@@ -118,9 +118,25 @@ impl Fs {
         name: &[u8],
         ino: u64,
     ) -> FsResult<bool> {
+        Ok(self.names_now(tp, dp, dir, name)? == Some(ino))
+    }
+
+    /// The inode `name` in directory `dir` (transaction id `dp`, locked) leads to now: the
+    /// dentry cache's answer when it has one (it changes only under the directory's lock, so
+    /// it is as current as the directory), the directory's otherwise. The re-checks under the
+    /// locks must ask the same source the unlocked lookup asked, or a cache that disagrees
+    /// with the blocks (a block damaged under the mount) would send them round forever.
+    fn names_now(
+        &self,
+        tp: &mut Trans,
+        dp: InodeId,
+        dir: u64,
+        name: &[u8],
+    ) -> FsResult<Option<u64>> {
         match self.dcache.get(dir, name) {
-            Some(found) => Ok(found == Cached::Positive(ino)),
-            None => Ok(dir::lookup(tp, dp, name)? == Some(ino)),
+            Some(Cached::Positive(ino)) => Ok(Some(ino)),
+            Some(Cached::Negative) => Ok(None),
+            None => dir::lookup(tp, dp, name),
         }
     }
 
@@ -556,8 +572,8 @@ impl Fs {
             let (sdp, ddp, sp) = (ids[0], ids[1], ids[2]);
             let dp = ids.get(3).copied();
             // Re-check both names under the locks.
-            if dir::lookup(&mut tp, sdp, sname)? != Some(src.ino)
-                || dir::lookup(&mut tp, ddp, dname)? != dst.as_ref().map(|d| d.ino)
+            if self.names_now(&mut tp, sdp, sdir.ino, sname)? != Some(src.ino)
+                || self.names_now(&mut tp, ddp, ddir.ino, dname)? != dst.as_ref().map(|d| d.ino)
             {
                 tp.commit()?;
                 continue;
