@@ -358,8 +358,8 @@ pub fn mount_formatted(
     // left alone, and why, rather than formatting over someone's data.
     Fs::mount(dev, opts.mount.clone()).map_err(|e| match (nonzero, e) {
         (Some(found), FsError::BadSuperblock(why)) => FsError::BadSuperblock(format!(
-            "no labfs here ({why}), and the device is not blank: {found}; it was left alone \
-             (format it explicitly, --mkfs, if its data may go)"
+            "the device is not blank: {found}; it was left alone (format it explicitly, \
+             --mkfs, if its data may go; reading it as labfs said: {why})"
         )),
         (_, e) => e,
     })

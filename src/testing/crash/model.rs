@@ -455,6 +455,11 @@ impl Model {
                 return Ok(Change::default());
             }
             let dst_node = &self.nodes[&dst];
+            // Over one of the source's own ancestors: ENOTEMPTY before any type check (the
+            // kernel's rename trap: that directory holds the source, so it is not empty).
+            if dst_node.kind == Kind::Dir && self.is_within(sdir, dst) {
+                return Err(Errno::ENOTEMPTY);
+            }
             match (src_kind, dst_node.kind) {
                 (Kind::Dir, Kind::File) => return Err(Errno::ENOTDIR),
                 (Kind::File, Kind::Dir) => return Err(Errno::EISDIR),
@@ -579,6 +584,8 @@ mod tests {
         assert_eq!(m.rename(b"/A/foo", b"/B"), Err(Errno::EISDIR));
         assert_eq!(m.rename(b"/B", b"/A/foo"), Err(Errno::ENOTDIR));
         assert_eq!(m.rename(b"/B", b"/A"), Err(Errno::ENOTEMPTY));
+        // A file over its own parent: the rename trap answers before the type check.
+        assert_eq!(m.rename(b"/A/foo", b"/A"), Err(Errno::ENOTEMPTY));
         assert_eq!(m.rename(b"/nope", b"/x"), Err(Errno::ENOENT));
     }
 
