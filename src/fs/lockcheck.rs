@@ -315,11 +315,10 @@ mod imp {
             _per_thread: PhantomData,
         };
         let outcome = STATE.try_with(|s| {
-            if let Some(leaf) = s.leaf.get() {
-                if check {
+            if let Some(leaf) = s.leaf.get()
+                && check {
                     return Err(format!("waiting for {id} while holding {leaf}"));
                 }
-            }
             if id.class.is_leaf() {
                 s.leaf.set(Some(id));
                 return Ok(true);
@@ -331,11 +330,10 @@ mod imp {
                 return Ok(false);
             }
             let mut h = s.held.borrow_mut();
-            if check && !h.is_empty() {
-                if let Some(why) = order_violation(id, &h) {
+            if check && !h.is_empty()
+                && let Some(why) = order_violation(id, &h) {
                     return Err(why);
                 }
-            }
             if !owned {
                 h.push(id);
             }

@@ -192,7 +192,7 @@ impl Fill<'_> {
     fn worker(&self, lo: u64, hi: u64) -> Result<u64, PopulateError> {
         let mut i = lo;
         while i < hi {
-            if (i - lo) % INTERRUPT_CHECK_EVERY == 0 && self.stopped() {
+            if (i - lo).is_multiple_of(INTERRUPT_CHECK_EVERY) && self.stopped() {
                 break;
             }
             let path = self.tree.file(i);
