@@ -316,9 +316,10 @@ mod imp {
         };
         let outcome = STATE.try_with(|s| {
             if let Some(leaf) = s.leaf.get()
-                && check {
-                    return Err(format!("waiting for {id} while holding {leaf}"));
-                }
+                && check
+            {
+                return Err(format!("waiting for {id} while holding {leaf}"));
+            }
             if id.class.is_leaf() {
                 s.leaf.set(Some(id));
                 return Ok(true);
@@ -330,10 +331,12 @@ mod imp {
                 return Ok(false);
             }
             let mut h = s.held.borrow_mut();
-            if check && !h.is_empty()
-                && let Some(why) = order_violation(id, &h) {
-                    return Err(why);
-                }
+            if check
+                && !h.is_empty()
+                && let Some(why) = order_violation(id, &h)
+            {
+                return Err(why);
+            }
             if !owned {
                 h.push(id);
             }

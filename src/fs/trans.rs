@@ -429,11 +429,12 @@ impl<'a> Trans<'a> {
         }
         for t in &mut self.inodes {
             if std::mem::take(&mut t.logged)
-                && let TLock::Exclusive(w) = &mut t.lock {
-                    w.di.changecount += 1;
-                    w.dirty = true;
-                    self.fs.note_dirty_inode(w.inode());
-                }
+                && let TLock::Exclusive(w) = &mut t.lock
+            {
+                w.di.changecount += 1;
+                w.dirty = true;
+                self.fs.note_dirty_inode(w.inode());
+            }
         }
     }
 

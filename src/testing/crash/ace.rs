@@ -366,9 +366,10 @@ fn extend(out: &mut Vec<AceSeq>, prefix: &mut Vec<AceOp>, left: usize, between: 
         for p in choices {
             let mut next = after_core.clone();
             if let Some(p) = p
-                && p.predict(&mut next).is_err() {
-                    continue;
-                }
+                && p.predict(&mut next).is_err()
+            {
+                continue;
+            }
             let mark = prefix.len();
             prefix.push(*core);
             prefix.extend(p);
