@@ -220,3 +220,26 @@ fn rename_noreplace_refuses_an_existing_name_and_otherwise_renames() {
     assert_eq!(names, vec![b"b".to_vec(), b"c".to_vec()]);
     assert_clean(&fs);
 }
+
+#[test]
+fn a_symlink_made_after_a_failed_lookup_is_found_by_name() {
+    // The kernel looks a name up before symlink(2); that miss must not hide the new link
+    // (it would let rename(RENAME_NOREPLACE) replace it, and lookups say ENOENT).
+    let (_dev, fs) = fresh();
+    let root = fs.lookup_path(b"/").unwrap();
+    assert!(matches!(fs.lookup(&root, b"l"), Err(FsError::NotFound)));
+    let l = fs
+        .symlink(&root, b"l", &target(10), Owner::default())
+        .unwrap();
+    assert_eq!(fs.lookup(&root, b"l").unwrap().ino, l.ino);
+    fs.mkdir(&root, b"d", 0o755).unwrap();
+    assert!(matches!(
+        fs.rename_with(&root, b"d", &root, b"l", RenameMode::NoReplace),
+        Err(FsError::Exists)
+    ));
+    assert!(matches!(
+        fs.symlink(&root, b"l", &target(3), Owner::default()),
+        Err(FsError::Exists)
+    ));
+    assert_clean(&fs);
+}

@@ -700,7 +700,8 @@ impl Fs {
         crate::fs::symlink::check_target(target)?;
         let mut tp = Trans::new(self);
         let dp = Self::lock_live_dir(&mut tp, dir)?;
-        if dir::lookup(&mut tp, dp, name)?.is_some() {
+        if let Some(found) = dir::lookup(&mut tp, dp, name)? {
+            self.dcache.set(dir.ino, name, Cached::Positive(found));
             tp.commit()?;
             return Err(FsError::Exists);
         }
@@ -712,9 +713,11 @@ impl Fs {
         let ip = tp.join_locked(w);
         crate::fs::symlink::store(&mut tp, ip, target)?;
         dir::add(&mut tp, dp, name, ino, FileKind::Symlink)?;
+        // A negative entry left by a lookup before the link existed must not outlive it.
+        self.dcache.set(dir.ino, name, Cached::Positive(ino));
         Self::touch_dir(&mut tp, dp);
         let inode = Arc::clone(tp.inode(ip));
-        tp.commit()?;
+        self.commit_names(tp, &[(dir.ino, name)])?;
         Ok(inode)
     }
 }
