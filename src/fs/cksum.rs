@@ -324,10 +324,10 @@ impl CpuFeatures {
             && !self.avx512vl
     }
 
-    /// The running CPU's features.
-    pub fn detect() -> CpuFeatures {
-        let none = CpuFeatures {
-            arch: CpuArch::Other,
+    /// A CPU of family `arch` with none of the features the engines look for.
+    pub const fn bare(arch: CpuArch) -> CpuFeatures {
+        CpuFeatures {
+            arch,
             sse41: false,
             sse42: false,
             pclmulqdq: false,
@@ -337,7 +337,12 @@ impl CpuFeatures {
             arm_crc: false,
             arm_pmull: false,
             arm_sha3: false,
-        };
+        }
+    }
+
+    /// The running CPU's features.
+    pub fn detect() -> CpuFeatures {
+        let none = CpuFeatures::bare(CpuArch::Other);
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::is_x86_feature_detected as has;
@@ -813,18 +818,7 @@ mod tests {
     }
 
     fn cpu(arch: CpuArch) -> CpuFeatures {
-        CpuFeatures {
-            arch,
-            sse41: false,
-            sse42: false,
-            pclmulqdq: false,
-            avx512vl: false,
-            avx2: false,
-            vpclmulqdq: false,
-            arm_crc: false,
-            arm_pmull: false,
-            arm_sha3: false,
-        }
+        CpuFeatures::bare(arch)
     }
 
     #[test]

@@ -153,7 +153,7 @@ pub enum Values {
 
 impl Values {
     /// How a value is written, for help: `single|split`, `N`, `SIZE`.
-    pub fn placeholder(&self) -> String {
+    pub fn value_name(&self) -> String {
         match self {
             Values::Words(words) => words.join("|"),
             Values::Count { .. } => "N".to_string(),
@@ -273,7 +273,7 @@ impl fmt::Debug for OptionDef {
 impl OptionDef {
     /// `key=VALUES`, e.g. `cksum=single|split`.
     pub fn synopsis(&self) -> String {
-        format!("{}={}", self.key, self.values.placeholder())
+        format!("{}={}", self.key, self.values.value_name())
     }
 
     /// The value in effect in `options`, or `None` when mkfs chooses it from the device.
@@ -538,7 +538,7 @@ impl Options {
             let def = option(key).ok_or_else(|| err(OptionProblem::UnknownKey))?;
             let value = value.ok_or_else(|| {
                 let example =
-                    (def.show)(&Options::default()).unwrap_or_else(|| def.values.placeholder());
+                    (def.show)(&Options::default()).unwrap_or_else(|| def.values.value_name());
                 err(OptionProblem::MissingValue(format!("{key}={example}")))
             })?;
             let parsed = def.values.parse(value).map_err(err)?;
