@@ -9,9 +9,14 @@
 //! Delayed-allocation extents (`startblock == DELALLOC`) exist only in memory: they reserve
 //! space for dirty pages until write-back allocates real blocks (`xstrat`).
 //!
-//! The `blk_map` stat line counts here: `mapr` per read mapping, `mapw` per write mapping,
-//! `unmap` per range removal, `add_exlist`/`del_exlist` per extent record inserted/removed in
-//! the in-core list, `look_exlist` per lookup in it.
+//! The `blk_map` stat line counts here as the kernel's bmap code does: `mapr` per read
+//! mapping, `mapw` per write mapping, `unmap` per range unmapped (truncate, hole punch, a
+//! directory block given up: XFS's bunmapi, not the removal inside a remapping),
+//! `look_exlist` per lookup in the in-core list, `add_exlist` per real mapping added (a new
+//! allocation, a delalloc conversion, an unwritten extent written: the
+//! `xfs_bmap_add_extent_*_real` calls) and `del_exlist` per real extent unmapped
+//! (`xfs_bmap_del_extent_real`). Delayed-allocation reservations come and go uncounted, as in
+//! XFS, however the list's records merge or split underneath.
 
 use crate::fs::Fs;
 use crate::fs::alloc::{AllocReq, alloc_extent, free_extent};
@@ -154,6 +159,28 @@ pub fn lookup(list: &[Extent], off: u64, stats: &MountStats) -> Option<Extent> {
     search(list, off).ok().map(|i| list[i])
 }
 
+/// The mapping of each file block `first..=last`, from one lookup in the list (counted once,
+/// as iomap maps a write's range with one extent-tree lookup).
+pub fn lookup_range(
+    list: &[Extent],
+    first: u64,
+    last: u64,
+    stats: &MountStats,
+) -> Vec<Option<Extent>> {
+    stats.inc(Stat::LookExlist);
+    let mut i = match search(list, first) {
+        Ok(i) | Err(i) => i,
+    };
+    (first..=last)
+        .map(|b| {
+            while i < list.len() && list[i].end() <= b {
+                i += 1;
+            }
+            list.get(i).filter(|e| e.startoff <= b).copied()
+        })
+        .collect()
+}
+
 /// The first extent at or after file block `off` (to find the end of a hole).
 pub fn next_extent(list: &[Extent], off: u64) -> Option<Extent> {
     match search(list, off) {
@@ -203,7 +230,7 @@ impl ListChange {
 }
 
 /// Insert a new mapping (its range must be a hole in the list), merging with neighbours.
-pub fn insert(list: &mut Vec<Extent>, mut e: Extent, stats: &MountStats) -> ListChange {
+pub fn insert(list: &mut Vec<Extent>, mut e: Extent) -> ListChange {
     let mut ch = ListChange::default();
     let mut i = match search(list, e.startoff) {
         Ok(i) | Err(i) => i,
@@ -218,36 +245,42 @@ pub fn insert(list: &mut Vec<Extent>, mut e: Extent, stats: &MountStats) -> List
             unwritten: e.unwritten,
         };
         i -= 1;
-        stats.inc(Stat::DelExlist);
     }
     if i < list.len() && mergeable(&e, &list[i]) {
         let right = list.remove(i);
         ch.removed.push(right);
         e.blockcount += right.blockcount;
-        stats.inc(Stat::DelExlist);
     }
     list.insert(i, e);
-    stats.inc(Stat::AddExlist);
     ch.added.push(e);
     ch
 }
 
-/// Remove the mappings of file blocks `off..off+len`, splitting extents at the edges.
-/// Returns the change and the removed pieces (what to free).
+/// Unmap file blocks `off..off+len` (truncate, punch, a directory block given up), splitting
+/// extents at the edges. Returns the change and the removed pieces (what to free).
 pub fn remove_range(
     list: &mut Vec<Extent>,
     off: u64,
     len: u64,
     stats: &MountStats,
 ) -> (ListChange, Vec<Extent>) {
+    // xfs_bunmapi looks up the extent at the range's end, then walks back.
     stats.inc(Stat::BlkUnmap);
+    stats.inc(Stat::LookExlist);
+    let out = cut_range(list, off, len);
+    let real = out.1.iter().filter(|e| !e.is_delalloc()).count();
+    stats.add(Stat::DelExlist, real as u32);
+    out
+}
+
+/// Remove the mappings of `off..off+len` from the list (the callers count).
+fn cut_range(list: &mut Vec<Extent>, off: u64, len: u64) -> (ListChange, Vec<Extent>) {
     let end = off + len;
     let mut ch = ListChange::default();
     let mut freed = Vec::new();
     let mut i = list.partition_point(|e| e.end() <= off);
     while i < list.len() && list[i].startoff < end {
         let e = list.remove(i);
-        stats.inc(Stat::DelExlist);
         ch.removed.push(e);
         let cut_start = e.startoff.max(off);
         let cut_end = e.end().min(end);
@@ -270,7 +303,6 @@ pub fn remove_range(
                 ..e
             };
             list.insert(i, left);
-            stats.inc(Stat::AddExlist);
             ch.added.push(left);
             i += 1;
         }
@@ -282,7 +314,6 @@ pub fn remove_range(
                 unwritten: e.unwritten,
             };
             list.insert(i, right);
-            stats.inc(Stat::AddExlist);
             ch.added.push(right);
             i += 1;
         }
@@ -292,9 +323,9 @@ pub fn remove_range(
 
 /// Replace the mapping of `new`'s range (which must be fully mapped, e.g. by a delalloc
 /// reservation being converted, or an unwritten extent being written) with `new`.
-pub fn replace(list: &mut Vec<Extent>, new: Extent, stats: &MountStats) -> ListChange {
-    let (mut ch, _) = remove_range(list, new.startoff, u64::from(new.blockcount), stats);
-    ch.merge(insert(list, new, stats));
+pub fn replace(list: &mut Vec<Extent>, new: Extent) -> ListChange {
+    let (mut ch, _) = cut_range(list, new.startoff, u64::from(new.blockcount));
+    ch.merge(insert(list, new));
     ch.simplify();
     ch
 }
@@ -367,7 +398,10 @@ pub fn set_mapping(tp: &mut Trans, ip: InodeId, e: Extent, new_blocks: bool) -> 
     let change = {
         let ic = tp.ic_mut(ip);
         let list = fork_list_mut(&mut ic.fork)?;
-        let ch = replace_or_insert(list, e, &stats);
+        // xfs_bmapi_write looks the range up, then adds the mapping.
+        stats.inc(Stat::LookExlist);
+        let ch = replace_or_insert(list, e);
+        stats.inc(Stat::AddExlist);
         if new_blocks {
             ic.di.nblocks += u64::from(e.blockcount);
         }
@@ -377,14 +411,14 @@ pub fn set_mapping(tp: &mut Trans, ip: InodeId, e: Extent, new_blocks: bool) -> 
     crate::fs::bmbt::sync_fork(tp, ip, &change)
 }
 
-fn replace_or_insert(list: &mut Vec<Extent>, e: Extent, stats: &MountStats) -> ListChange {
+fn replace_or_insert(list: &mut Vec<Extent>, e: Extent) -> ListChange {
     if list
         .iter()
         .any(|x| x.startoff < e.end() && e.startoff < x.end())
     {
-        replace(list, e, stats)
+        replace(list, e)
     } else {
-        insert(list, e, stats)
+        insert(list, e)
     }
 }
 
@@ -475,17 +509,71 @@ mod tests {
     fn inserting_contiguous_extents_merges_them() {
         let s = MountStats::new();
         let mut l = Vec::new();
-        insert(&mut l, ext(0, 100, 4), &s);
-        insert(&mut l, ext(8, 108, 4), &s);
-        let ch = insert(&mut l, ext(4, 104, 4), &s);
+        insert(&mut l, ext(0, 100, 4));
+        insert(&mut l, ext(8, 108, 4));
+        let ch = insert(&mut l, ext(4, 104, 4));
         assert_eq!(l, vec![ext(0, 100, 12)]);
         assert_eq!(ch.removed.len(), 2);
         assert_eq!(ch.added, vec![ext(0, 100, 12)]);
         // Not contiguous on disk: kept apart.
-        insert(&mut l, ext(12, 500, 1), &s);
+        insert(&mut l, ext(12, 500, 1));
         assert_eq!(l.len(), 2);
         assert_eq!(lookup(&l, 12, &s), Some(ext(12, 500, 1)));
         assert_eq!(lookup(&l, 13, &s), None);
+    }
+
+    #[test]
+    fn only_real_mappings_count_as_added_or_removed() {
+        let s = MountStats::new();
+        let counts = || {
+            let snap = s.mount().snapshot();
+            (
+                snap.get(Stat::AddExlist),
+                snap.get(Stat::DelExlist),
+                snap.get(Stat::BlkUnmap),
+            )
+        };
+        let delalloc = |off, len| Extent {
+            startoff: off,
+            startblock: DELALLOC,
+            blockcount: len,
+            unwritten: false,
+        };
+        let mut l = vec![ext(0, 100, 4), ext(8, 108, 4)];
+        // Giving up a delalloc reservation is an unmap but removes no real extent.
+        insert(&mut l, delalloc(20, 4));
+        remove_range(&mut l, 20, 4, &s);
+        assert_eq!(counts(), (0, 0, 1));
+        // Unmapping a range over two real extents removes two (XFS's del_extent_real twice).
+        let (_, freed) = remove_range(&mut l, 2, 8, &s);
+        assert_eq!(freed, vec![ext(2, 102, 2), ext(8, 108, 2)]);
+        assert_eq!(counts(), (0, 2, 2));
+    }
+
+    #[test]
+    fn one_range_lookup_maps_every_block_and_counts_once() {
+        let s = MountStats::new();
+        let l = vec![ext(2, 100, 2), ext(6, 200, 1)];
+        let m = lookup_range(&l, 0, 7, &s);
+        let blocks: Vec<Option<u64>> = m
+            .iter()
+            .zip(0u64..)
+            .map(|(e, b)| e.map(|e| e.startblock + (b - e.startoff)))
+            .collect();
+        assert_eq!(
+            blocks,
+            vec![
+                None,
+                None,
+                Some(100),
+                Some(101),
+                None,
+                None,
+                Some(200),
+                None
+            ]
+        );
+        assert_eq!(s.mount().snapshot().get(Stat::LookExlist), 1);
     }
 
     #[test]
@@ -501,7 +589,6 @@ mod tests {
 
     #[test]
     fn converting_delalloc_replaces_the_reservation() {
-        let s = MountStats::new();
         let mut l = Vec::new();
         insert(
             &mut l,
@@ -511,11 +598,10 @@ mod tests {
                 blockcount: 8,
                 unwritten: false,
             },
-            &s,
         );
-        insert(&mut l, ext(8, 208, 2), &s);
+        insert(&mut l, ext(8, 208, 2));
         assert_eq!(l.len(), 2, "delalloc never merges with real blocks");
-        let ch = replace(&mut l, ext(0, 200, 8), &s);
+        let ch = replace(&mut l, ext(0, 200, 8));
         assert_eq!(l, vec![ext(0, 200, 10)]);
         assert!(ch.removed.iter().any(|e| e.is_delalloc()));
         assert_eq!(allocated_blocks(&l), 10);

@@ -170,27 +170,35 @@ impl Fs {
         // (xfs_buffered_write_iomap_begin), and counts one mapw for it; the write-back
         // conversion counts its own (see allocate_for).
         self.stats.inc(Stat::BlkMapw);
-        // One lookup per block: the mapping decides both what to reserve and what to read.
-        let mapping: Vec<Option<Extent>> = (first..=last)
-            .map(|b| bmap::lookup(w.fork.extents(), b, &self.stats))
-            .collect();
+        // One lookup for the write's range, as iomap's write-begin makes: the mapping decides
+        // both what to reserve and what to read.
+        let mapping = bmap::lookup_range(w.fork.extents(), first, last, &self.stats);
         // Reserve the holes first, so a full filesystem fails before anything changes.
-        let holes: Vec<u64> = (first..=last)
-            .zip(&mapping)
-            .filter(|(_, m)| m.is_none())
-            .map(|(b, _)| b)
-            .collect();
-        self.reserve_blocks(holes.len() as u64)?;
+        let holes: u64 = mapping.iter().filter(|m| m.is_none()).count() as u64;
+        self.reserve_blocks(holes)?;
         {
+            // Each run of holes becomes one delayed-allocation extent (XFS reserves a write's
+            // range at once), which grows the reservation before it in place when they touch.
             let list = bmap::fork_list_mut(&mut w.fork)?;
-            for &b in &holes {
-                let e = Extent {
-                    startoff: b,
-                    startblock: DELALLOC,
-                    blockcount: 1,
-                    unwritten: false,
-                };
-                bmap::insert(list, e, &self.stats);
+            let mut b = first;
+            while b <= last {
+                if mapping[(b - first) as usize].is_some() {
+                    b += 1;
+                    continue;
+                }
+                let run = (b..=last)
+                    .take_while(|&x| mapping[(x - first) as usize].is_none())
+                    .count() as u64;
+                for part in (0..run).step_by(MAX_EXTENT_LEN as usize) {
+                    let e = Extent {
+                        startoff: b + part,
+                        startblock: DELALLOC,
+                        blockcount: (run - part).min(u64::from(MAX_EXTENT_LEN)) as u32,
+                        unwritten: false,
+                    };
+                    bmap::insert(list, e);
+                }
+                b += run;
             }
         }
         // (A hole's page is new and never read back, so its mapping stays `None` here.)
@@ -281,6 +289,9 @@ impl Fs {
     fn convert_delalloc(&self, id_lock: InodeWrite) -> FsResult<InodeWrite> {
         let mut w = id_lock;
         loop {
+            // Finding the next reservation is a lookup in the in-core list (XFS's
+            // xfs_bmapi_convert_delalloc looks its extent up the same way).
+            self.stats.inc(Stat::LookExlist);
             let Some(d) = w.fork.extents().iter().find(|e| e.is_delalloc()).copied() else {
                 return Ok(w);
             };
@@ -363,15 +374,21 @@ impl Fs {
         let mut unwritten: Vec<Extent> = Vec::new();
         {
             let cache = w.ext.as_ref().expect("has dirty pages");
-            for (&b, p) in cache.pages.iter().filter(|(_, p)| p.dirty) {
-                let e = bmap::lookup(w.fork.extents(), b, &self.stats).ok_or_else(|| {
-                    FsError::Corrupt {
-                        kind: crate::fs::format::BlockKind::Inode,
-                        daddr: 0,
-                        what: format!("inode {}: dirty page {b} has no mapping", w.inode().ino),
-                    }
-                })?;
-                let _ = p;
+            // The mapping found for one page serves the next pages it covers, as the kernel's
+            // write-back context keeps its iomap: one list lookup per extent, not per page.
+            let mut mapped: Option<Extent> = None;
+            for &b in cache.pages.iter().filter(|(_, p)| p.dirty).map(|(b, _)| b) {
+                let e = match mapped.filter(|e| e.startoff <= b && b < e.end()) {
+                    Some(e) => e,
+                    None => bmap::lookup(w.fork.extents(), b, &self.stats).ok_or_else(|| {
+                        FsError::Corrupt {
+                            kind: crate::fs::format::BlockKind::Inode,
+                            daddr: 0,
+                            what: format!("inode {}: dirty page {b} has no mapping", w.inode().ino),
+                        }
+                    })?,
+                };
+                mapped = Some(e);
                 let disk = e.startblock + (b - e.startoff);
                 if e.unwritten {
                     match unwritten.last_mut() {

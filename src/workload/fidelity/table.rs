@@ -103,11 +103,6 @@ const AIL_TIMER: &str = "xfsaild counts a push pass every 50 ms while the AIL ho
 const NO_JOURNAL_ICLUSTER: &str = "inode cluster flushes happen when the AIL pushes logged \
      inodes home; without the journal labfs writes inodes home from its dirty list";
 
-const GAP_DELALLOC: &str = "labfs adds one delayed-allocation extent per page written and \
-     merges it with its neighbour (counted as a removal and an insertion); XFS reserves a \
-     write's range as one delalloc extent and extends its neighbour in place";
-const GAP_EXLIST_LOOKUPS: &str = "labfs looks the in-core extent list up less often than \
-     XFS's iomap and bmapi paths (not yet reconciled)";
 const GAP_INODEGC: &str = "labfs frees an unlinked inode from the cache at once and counts \
      the reclaim there; XFS inactivates it in the background (inodegc, since 5.15) and \
      reclaims later, so its in-core count stays up and ig reclaims stays 0 during a run";
@@ -150,10 +145,6 @@ pub static RULES: &[FieldRule] = &[
     field_rule("push_ail", "restarts", Rule::PendingJournal(NO_JOURNAL_AIL)),
     field_rule("push_ail", "flush", Rule::PendingJournal(NO_JOURNAL_AIL)),
     line_rule("icluster", Rule::PendingJournal(NO_JOURNAL_ICLUSTER)),
-    field_rule("blk_map", "unmap", Rule::Gap(GAP_DELALLOC)),
-    field_rule("blk_map", "add_exlist", Rule::Gap(GAP_DELALLOC)),
-    field_rule("blk_map", "del_exlist", Rule::Gap(GAP_DELALLOC)),
-    field_rule("blk_map", "look_exlist", Rule::Gap(GAP_EXLIST_LOOKUPS)),
     field_rule("ig", "reclaims", Rule::Gap(GAP_INODEGC)),
     field_rule("vnodes", "active", Rule::Gap(GAP_INODEGC)),
     field_rule("attr", "get", Rule::Exception(NO_XATTRS)),
