@@ -293,19 +293,23 @@ fn take_from_extent(
         }
         Ok(())
     })?;
+    // The by-block record is updated in place with a remnant (either one keeps its place in
+    // block order), as xfs_alloc_fixup_trees does; only a second remnant is a new record,
+    // and only an extent used up entirely is deleted. (The by-size tree must delete and
+    // re-insert: a remnant's size moves it.)
     with_tree::<BnoSpec, _>(tp, h, |cur, st| {
         if !cur.lookup(st, &rec.start, LookupMode::Eq)? {
             return Err(missing(st.tp, &rec, "bno"));
         }
-        if left.len > 0 {
-            cur.update(st, &left)?;
-        } else {
-            cur.delete(st)?;
+        match (left.len > 0, right.len > 0) {
+            (true, true) => {
+                cur.update(st, &left)?;
+                cur.insert(st, &right)
+            }
+            (true, false) => cur.update(st, &left),
+            (false, true) => cur.update(st, &right),
+            (false, false) => cur.delete(st),
         }
-        if right.len > 0 {
-            cur.insert(st, &right)?;
-        }
-        Ok(())
     })?;
     h.agf.freeblks -= len;
     refresh_longest(tp, h)
@@ -344,63 +348,60 @@ fn refresh_longest(tp: &mut Trans, h: &mut AgfHandle) -> FsResult<()> {
 /// Add `agbno..agbno+len` to the free-space trees, merging with free neighbours.
 fn give_back(tp: &mut Trans, h: &mut AgfHandle, agbno: u32, len: u32) -> FsResult<()> {
     let end = agbno + len;
+    let already_free = |n: FreeExtent| FsError::Corrupt {
+        kind: BlockKind::BnoBtree,
+        daddr: 0,
+        what: format!(
+            "freeing blocks {agbno}+{len} that are already free ({}+{})",
+            n.start, n.len
+        ),
+    };
+    // By block, in one cursor pass as xfs_free_ag_extent makes it: one lookup finds the left
+    // neighbour, a step the right one, and the merge happens where the cursor stands. A
+    // neighbour absorbs the freed range in place (the right one's start moves down, which
+    // keeps its place in block order); with both, the right one is deleted into the left.
     let (left, right) = with_tree::<BnoSpec, _>(tp, h, |cur, st| {
         let left = if cur.lookup(st, &agbno, LookupMode::Le)? {
             cur.get(st)?
         } else {
             None
         };
-        if let Some(l) = left
-            && l.start + l.len > agbno
-        {
-            return Err(FsError::Corrupt {
-                kind: BlockKind::BnoBtree,
-                daddr: 0,
-                what: format!(
-                    "freeing blocks {agbno}+{len} that are already free ({}+{})",
-                    l.start, l.len
-                ),
-            });
+        if let Some(l) = left.filter(|l| l.start + l.len > agbno) {
+            return Err(already_free(l));
         }
-        let right = if cur.lookup(st, &agbno, LookupMode::Ge)? {
+        let right = if cur.increment(st)? {
             cur.get(st)?
         } else {
             None
         };
-        if let Some(r) = right
-            && r.start < end
-        {
-            return Err(FsError::Corrupt {
-                kind: BlockKind::BnoBtree,
-                daddr: 0,
-                what: format!(
-                    "freeing blocks {agbno}+{len} that are already free ({}+{})",
-                    r.start, r.len
-                ),
-            });
+        if let Some(r) = right.filter(|r| r.start < end) {
+            return Err(already_free(r));
         }
-        Ok((
-            left.filter(|l| l.start + l.len == agbno),
-            right.filter(|r| r.start == end),
-        ))
+        let left = left.filter(|l| l.start + l.len == agbno);
+        let right = right.filter(|r| r.start == end);
+        let merged = FreeExtent {
+            start: left.map_or(agbno, |l| l.start),
+            len: len + left.map_or(0, |l| l.len) + right.map_or(0, |r| r.len),
+        };
+        match (left, right) {
+            (Some(_), Some(_)) => {
+                cur.delete(st)?;
+                cur.decrement(st)?;
+                cur.update(st, &merged)?;
+            }
+            (None, Some(_)) => cur.update(st, &merged)?,
+            (Some(_), None) => {
+                cur.decrement(st)?;
+                cur.update(st, &merged)?;
+            }
+            (None, None) => cur.insert(st, &merged)?,
+        }
+        Ok((left, right))
     })?;
     let merged = FreeExtent {
         start: left.map_or(agbno, |l| l.start),
         len: len + left.map_or(0, |l| l.len) + right.map_or(0, |r| r.len),
     };
-    with_tree::<BnoSpec, _>(tp, h, |cur, st| {
-        if let Some(r) = right {
-            cur.lookup(st, &r.start, LookupMode::Eq)?;
-            cur.delete(st)?;
-        }
-        match left {
-            Some(l) => {
-                cur.lookup(st, &l.start, LookupMode::Eq)?;
-                cur.update(st, &merged)
-            }
-            None => cur.insert(st, &merged),
-        }
-    })?;
     with_tree::<CntSpec, _>(tp, h, |cur, st| {
         for n in [left, right].into_iter().flatten() {
             cur.lookup(st, &(n.len, n.start), LookupMode::Eq)?;
@@ -635,4 +636,59 @@ pub fn check_trees(tp: &mut Trans, agno: u32) -> FsResult<(Vec<u32>, Vec<String>
         }
     }
     Ok((blocks, findings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::Fs;
+    use crate::fs::btree::BtreeOp;
+    use crate::fs::stats::BtreeLine;
+    use crate::fs::testing::mem_fs;
+
+    /// (inserts, deletes) into the by-block free-space tree during `f`.
+    fn bno_changes(fs: &Fs, f: impl FnOnce()) -> (u32, u32) {
+        let before = fs.stats.mount().snapshot().btree(BtreeLine::Abtb2);
+        f();
+        let after = fs.stats.mount().snapshot().btree(BtreeLine::Abtb2);
+        let d = |op: BtreeOp| after[op as usize].wrapping_sub(before[op as usize]);
+        (d(BtreeOp::Insrec), d(BtreeOp::Delrec))
+    }
+
+    fn alloc(fs: &Fs, req: AllocReq) -> (u64, u32) {
+        let mut tp = Trans::new(fs);
+        let got = alloc_extent(&mut tp, &req).expect("alloc");
+        tp.commit().expect("commit");
+        got
+    }
+
+    fn free(fs: &Fs, fsblock: u64, len: u32) {
+        let mut tp = Trans::new(fs);
+        free_extent(&mut tp, fsblock, len).expect("free");
+        tp.commit().expect("commit");
+    }
+
+    #[test]
+    fn records_are_updated_in_place_and_split_or_merged_only_when_the_shape_changes() {
+        let fs = mem_fs(64 << 20);
+        // Warm the free list so its refills do not add tree changes of their own.
+        let (first, _) = alloc(&fs, AllocReq::blocks(1, 1));
+        let mut got = (0, 0);
+        // From the start of a free extent: the record shrinks in place.
+        assert_eq!(
+            bno_changes(&fs, || got = alloc(&fs, AllocReq::blocks(1, 8))),
+            (0, 0)
+        );
+        assert_eq!(got.0, first + 1);
+        // Freeing the first half: no neighbour touches it, so one new record.
+        assert_eq!(bno_changes(&fs, || free(&fs, got.0, 4)), (1, 0));
+        // Freeing the second half joins both neighbours: one record goes, one grows in place.
+        assert_eq!(bno_changes(&fs, || free(&fs, got.0 + 4, 4)), (0, 1));
+        // From the middle of a free extent: the left part stays in place, the right is new.
+        let mut req = AllocReq::blocks(1, 2);
+        req.near = Some(got.0 + 3);
+        let mut mid = (0, 0);
+        assert_eq!(bno_changes(&fs, || mid = alloc(&fs, req)), (1, 0));
+        assert_eq!(mid, (got.0 + 3, 2));
+    }
 }
