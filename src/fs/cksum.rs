@@ -219,6 +219,11 @@ impl CrcEngine {
             CrcEngine::Fast if *OWN_FOLD => {
                 fold::append(crc, data).expect("the CPU features were detected")
             }
+            // A whole buffer (most calls) takes crc-fast's one-shot entry, which skips
+            // setting up a digest.
+            CrcEngine::Fast if crc == 0 => {
+                crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, data) as u32
+            }
             CrcEngine::Fast => {
                 let mut d = crc_fast::Digest::new_with_init_state(
                     crc_fast::CrcAlgorithm::Crc32Iscsi,
