@@ -11,7 +11,7 @@ use std::process::Output;
 use assert_cmd::Command;
 use fslab::fs::format::ag::{AGF_SECTOR, SB_SECTOR};
 use fslab::fs::geo::Geometry;
-use fslab::fs::trans::Trans;
+use fslab::fs::trans::{Resv, Trans};
 use fslab::fs::vfs::Owner;
 
 use common::image::{self, Image};
@@ -108,7 +108,7 @@ fn check_finds_a_wrong_link_count_at_its_inode() {
     let fs = img.mount();
     let f = fs.lookup_path(b"/d/b").unwrap();
     let ino = f.ino;
-    let mut tp = Trans::new(&fs);
+    let mut tp = Trans::new(&fs, Resv::Create);
     let ip = tp.lock_inode(f);
     tp.ic_mut(ip).di.nlink = 2;
     tp.log_inode(ip);

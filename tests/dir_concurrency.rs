@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use fslab::fs::dir;
-use fslab::fs::trans::Trans;
+use fslab::fs::trans::{Resv, Trans};
 
 use common::image;
 
@@ -77,7 +77,7 @@ fn readers_and_writers_share_a_directory_without_deadlock() {
                             let listed = fs.readdir(d).unwrap();
                             assert!(listed.len() >= names.len());
                             if i % 5 == 0 {
-                                let mut tp = Trans::new(fs);
+                                let mut tp = Trans::new(fs, Resv::Create);
                                 let dp = tp.lock_inode_shared(Arc::clone(d));
                                 let findings = dir::check(&mut tp, dp).unwrap();
                                 tp.commit().unwrap();

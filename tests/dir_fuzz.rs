@@ -14,7 +14,7 @@ use fslab::fs::dir::{self, FREE_FIRST, LEAF_FIRST};
 use fslab::fs::error::FsError;
 use fslab::fs::format::{BLOCK_SIZE, BlockKind};
 use fslab::fs::inode::{Inode, InodeRead};
-use fslab::fs::trans::Trans;
+use fslab::fs::trans::{Resv, Trans};
 use fslab::rng::SplitMix64;
 
 use common::dirs::{in_dir_trans, make_dir_of_files};
@@ -69,7 +69,7 @@ fn exercise(fs: &Fs, d: &Arc<Inode>, n: u32, rng: &mut SplitMix64) {
     let _ = fs.lookup(d, b"..");
     let _ = fs.readdir(d);
     {
-        let mut tp = Trans::new(fs);
+        let mut tp = Trans::new(fs, Resv::Create);
         let dp = tp.lock_inode_shared(Arc::clone(d));
         let r = dir::check(&mut tp, dp);
         assert!(

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use fslab::fs::Fs;
-use fslab::fs::dev::fault::CrashPlan;
+use fslab::fs::dev::fault::{CrashPlan, Keep};
 use fslab::rng::SplitMix64;
 
 use common::image::{self, Image, ImageBuilder, assert_clean};
@@ -74,7 +74,9 @@ fn a_fault_shim_image_records_flushes_and_its_crash_images_mount() {
     let after_fsync = img.fault().flush_count();
     let crashed = img
         .fault()
-        .crash_image(&CrashPlan::at(after_fsync))
+        // The fsync's log write is FUA: it is durable once it completed, which the shim
+        // models by keeping the writes pending after the fsync's flush.
+        .crash_image(&CrashPlan::at(after_fsync).keep(Keep::All))
         .unwrap();
     drop(fs);
     let fs = Fs::mount(crashed.dev as Arc<_>, img.options.mount.clone()).unwrap();

@@ -13,7 +13,7 @@ use fslab::fs::inode::InodeWrite;
 use fslab::fs::lockcheck;
 use fslab::fs::mkfs::mkfs;
 use fslab::fs::options::Options;
-use fslab::fs::trans::Trans;
+use fslab::fs::trans::{Resv, Trans};
 
 fn fresh() -> Arc<Fs> {
     let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(64 << 20).unwrap());
@@ -45,7 +45,7 @@ fn the_checker_is_compiled_into_the_test_build() {
 fn waiting_for_an_agi_while_holding_an_agf_panics_naming_both() {
     let fs = fresh();
     let geo = fs.geo;
-    let mut tp = Trans::new(&fs);
+    let mut tp = Trans::new(&fs, Resv::Create);
     tp.read_buf(geo.ag_header_daddr(1, AGF_SECTOR), BlockKind::Agf, BBSIZE)
         .unwrap();
     let err = catch_unwind(AssertUnwindSafe(|| {

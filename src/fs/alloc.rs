@@ -563,6 +563,7 @@ pub fn free_extent(tp: &mut Trans, fsblock: u64, len: u32) -> FsResult<()> {
     })?;
     give_back(tp, &mut h, agbno, len)?;
     put_agf(tp, &h);
+    tp.note_freed(fsblock, len);
     let fs = tp.fs();
     fs.stats.inc(Stat::Freex);
     fs.stats.add(Stat::Freeb, len);
@@ -645,6 +646,7 @@ mod tests {
     use crate::fs::btree::BtreeOp;
     use crate::fs::stats::BtreeLine;
     use crate::fs::testing::mem_fs;
+    use crate::fs::trans::Resv;
 
     /// (inserts, deletes) into the by-block free-space tree during `f`.
     fn bno_changes(fs: &Fs, f: impl FnOnce()) -> (u32, u32) {
@@ -656,14 +658,14 @@ mod tests {
     }
 
     fn alloc(fs: &Fs, req: AllocReq) -> (u64, u32) {
-        let mut tp = Trans::new(fs);
+        let mut tp = Trans::new(fs, Resv::Write);
         let got = alloc_extent(&mut tp, &req).expect("alloc");
         tp.commit().expect("commit");
         got
     }
 
     fn free(fs: &Fs, fsblock: u64, len: u32) {
-        let mut tp = Trans::new(fs);
+        let mut tp = Trans::new(fs, Resv::Truncate);
         free_extent(&mut tp, fsblock, len).expect("free");
         tp.commit().expect("commit");
     }

@@ -376,6 +376,10 @@ pub fn alloc_blocks(
             ..AllocReq::blocks(agno, want)
         };
         let (block, got) = alloc_extent(tp, &req)?;
+        if unwritten {
+            // Preallocated file blocks get data written straight to them later.
+            tp.fs().log.wait_busy(block, got)?;
+        }
         let e = Extent {
             startoff: off,
             startblock: block,

@@ -47,6 +47,11 @@ impl BufGuard {
     fn lock(&self) -> &Arc<BufLock> {
         ArcMutexGuard::mutex(&self.guard)
     }
+
+    /// The cache's buffer behind the guard (the log's item identity).
+    pub fn arc(this: &BufGuard) -> &Arc<BufLock> {
+        ArcMutexGuard::mutex(&this.guard)
+    }
 }
 
 impl std::ops::Deref for BufGuard {
@@ -72,6 +77,11 @@ pub struct BufData {
     valid: bool,
     /// Changed since last written home.
     dirty: bool,
+    /// 128-byte chunks changed since last written home (the buffer log item's dirty map).
+    log_map: u64,
+    /// The newest checkpoint sequence holding a change to this buffer: until that one is
+    /// stable on the log, the buffer is pinned and may not be written home.
+    pin_seq: u64,
 }
 
 impl BufData {
@@ -99,6 +109,33 @@ impl BufData {
     /// Whether the buffer has changes not yet written home.
     pub fn is_dirty(&self) -> bool {
         self.dirty
+    }
+
+    /// Whether the bytes hold the block (false once its block was freed).
+    pub fn is_valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The newest checkpoint sequence holding a change to this buffer.
+    pub fn pin_seq(&self) -> u64 {
+        self.pin_seq
+    }
+
+    /// Chunks changed since the buffer was last written home.
+    pub fn log_map(&self) -> u64 {
+        self.log_map
+    }
+
+    /// A committed transaction changed chunks `map` (already formatted into the log): the
+    /// buffer is dirty until written home.
+    pub fn add_logged(&mut self, map: u64) {
+        self.log_map |= map;
+        self.dirty = true;
+    }
+
+    /// The change just committed belongs to checkpoint `seq`: pinned until it is stable.
+    pub fn pin(&mut self, seq: u64) {
+        self.pin_seq = self.pin_seq.max(seq);
     }
 }
 
@@ -129,6 +166,9 @@ pub struct BufCache {
     limit_bytes: u64,
     /// Sectors per AG, to name the AG whose header or tree a buffer belongs to.
     ag_sectors: u64,
+    /// The log's stable checkpoint sequence: a buffer pinned by a later one is never
+    /// written home (write-ahead logging).
+    stable: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for BufCache {
@@ -164,7 +204,23 @@ impl BufCache {
             cached_bytes: AtomicU64::new(0),
             limit_bytes,
             ag_sectors: (u64::from(agblocks) * BB_PER_BLOCK).max(1),
+            stable: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// The cell holding the log's stable checkpoint sequence (shared with the log).
+    pub fn stable_cell(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.stable)
+    }
+
+    /// Try to lock a buffer the log holds (the AIL's push): `None` if someone holds it.
+    pub fn try_lock_item(&self, b: &Arc<BufLock>) -> Option<BufGuard> {
+        let guard = b.try_lock_arc()?;
+        let id = self.lock_id(guard.kind, guard.daddr);
+        Some(BufGuard {
+            guard,
+            _held: lockcheck::tried(id),
+        })
     }
 
     /// The lock-order identity of the buffer lock of a `kind` block at `daddr`.
@@ -240,6 +296,8 @@ impl BufCache {
             bytes: vec![0u8; len].into_boxed_slice(),
             valid: false,
             dirty: false,
+            log_map: 0,
+            pin_seq: 0,
         }));
         shard.insert(daddr.0, Arc::clone(&b));
         drop(shard);
@@ -389,6 +447,7 @@ impl BufCache {
             g.dirty = false;
             self.dirty.lock().remove(&daddr.0);
         }
+        g.log_map = 0;
         g.valid = false;
         let mut shard = self.shard(daddr).lock();
         if let Some(b) = shard.get(&daddr.0)
@@ -400,9 +459,16 @@ impl BufCache {
         }
     }
 
-    /// Write one locked dirty buffer home: checksum it and write it. Clears `dirty`; the
-    /// caller removes it from the list (or calls [`BufCache::flush_all`]).
-    fn write_home(&self, g: &mut BufGuard) -> FsResult<()> {
+    /// Write one locked dirty buffer home: checksum it and write it. Clears `dirty` and the
+    /// dirty map; the caller removes it from the list or the AIL. A pinned buffer (its
+    /// newest change not yet stable on the log) is refused: writing it would put on disk a
+    /// change the log could not yet replay or undo.
+    pub(crate) fn write_home(&self, g: &mut BufGuard) -> FsResult<()> {
+        if g.pin_seq > self.stable.load(Ordering::Acquire) {
+            return Err(FsError::Invalid(
+                "a pinned buffer was about to be written home",
+            ));
+        }
         let kind = g.kind;
         let piece = kind.crc_len();
         // Inode clusters carry one CRC per inode, computed when that inode is written into
@@ -418,6 +484,7 @@ impl BufCache {
             .write_at(&g.bytes, g.daddr.bytes(), false)
             .map_err(|e| FsError::Io(format!("writing {kind} at daddr {}: {e}", g.daddr)))?;
         g.dirty = false;
+        g.log_map = 0;
         Ok(())
     }
 
@@ -429,7 +496,7 @@ impl BufCache {
         let mut first_err = None;
         for (daddr, (kind, b)) in list {
             let (mut g, _) = self.lock_buf(&b, kind, Daddr(daddr));
-            if !g.dirty {
+            if !g.dirty || g.pin_seq > self.stable.load(Ordering::Acquire) {
                 continue;
             }
             match self.write_home(&mut g) {

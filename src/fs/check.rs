@@ -674,6 +674,7 @@ pub fn superblock_differences(primary: &Superblock, copy: &Superblock) -> Vec<&'
 mod tests {
     use super::*;
     use crate::fs::testing::mem_fs;
+    use crate::fs::trans::Resv;
 
     /// Read, edit and write back sector `daddr` straight on the device, under the cache.
     fn edit_sector(fs: &Fs, daddr: Daddr, edit: impl FnOnce(&mut [u8])) {
@@ -754,7 +755,7 @@ mod tests {
         let root = fs.root().expect("root");
         let (f, _) = fs.create(&root, b"f", 0o644, true).expect("create");
         let ino = f.ino;
-        let mut tp = Trans::new(&fs);
+        let mut tp = Trans::new(&fs, Resv::Ichange);
         let ip = tp.lock_inode(f);
         tp.ic_mut(ip).di.nlink = 3;
         tp.log_inode(ip);

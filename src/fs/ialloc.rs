@@ -369,6 +369,9 @@ pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<()> {
         // AGI, then AGF, then the cluster buffers: the lock order. The buffers are only
         // invalidated, so they are got without reading them (XFS's xfs_ifree_cluster).
         free_extent(tp, geo.fsblock(agno, agbno), CHUNK_BLOCKS)?;
+        if let Some(id) = tp.find_inode(ino) {
+            tp.inode(id).set_flag(crate::fs::inode::iflags::CHUNK_FREED);
+        }
         for b in 0..CHUNK_BLOCKS {
             let id = tp.new_buf(geo.ag_daddr(agno, agbno + b), BlockKind::Inode, BLOCK_SIZE)?;
             tp.inval_buf(id);
@@ -387,25 +390,8 @@ pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<()> {
             cur.update(st, &rec)
         }
     })?;
-    // The slot on disk becomes a free inode now, so a later mount never sees it in use.
-    let (daddr, off) = geo.ino_location(ino);
-    let id = tp.read_buf(daddr, BlockKind::Inode, BLOCK_SIZE)?;
-    let uuid = tp.fs().uuid;
-    let cksum = tp.fs().bufs.cksum();
-    let raw = &mut tp.buf_mut(id)[off..off + INODE_SIZE];
-    let old_gen = dinode::decode_core(raw, ino, &uuid, daddr).map_or(0, |c| c.generation);
-    dinode::encode_core(
-        raw,
-        ino,
-        &DinodeCore {
-            generation: old_gen.wrapping_add(1),
-            ..DinodeCore::default()
-        },
-        &uuid,
-    );
-    dinode::literal_mut(raw).fill(0);
-    cksum.update(BlockKind::Inode, raw);
-    tp.log_buf(id, off, off + INODE_SIZE - 1);
+    // The slot on disk becomes a free inode through the inode's own log item (the caller
+    // logs the freed core), so a later mount never sees it in use.
     put_agi(tp, &h);
     Ok(())
 }

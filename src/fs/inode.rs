@@ -111,6 +111,12 @@ pub struct InodeCore {
     pub fork: DataFork,
     /// Changes not yet written to the inode's home location.
     pub dirty: bool,
+    /// The checkpoint sequence of the last transaction that logged this inode (XFS's
+    /// `ili_commit_seq`): while that checkpoint is not stable the inode is pinned, and
+    /// fsync forces the log up to it.
+    pub log_seq: u64,
+    /// The same for the last change other than timestamps: what fdatasync forces.
+    pub datasync_seq: u64,
     /// Open file descriptions referring to this inode (an unlinked inode is freed when
     /// this reaches zero).
     pub opens: u32,
@@ -186,6 +192,9 @@ pub mod iflags {
     pub const FREED: u8 = 1 << 2;
     /// On the mount's list of inodes with dirty data.
     pub const ON_DATA_LIST: u8 = 1 << 3;
+    /// Freed together with its whole chunk: its cluster blocks are free space now, and its
+    /// last logged state (a free inode) must never be written there.
+    pub const CHUNK_FREED: u8 = 1 << 4;
 }
 
 /// A cached inode.

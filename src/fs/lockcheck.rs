@@ -80,6 +80,18 @@ pub enum LockClass {
     /// A block of the log region got through the buffer cache; several in ascending disk
     /// address. (The journal's own locks are to be added beside it.)
     LogBlock,
+    /// The journal's checkpoint mutex: one CIL push (formatting a checkpoint into iclogs)
+    /// at a time. Taken holding buffers and inodes (a forced push from a transaction), never
+    /// held while waiting for a buffer or inode.
+    LogPush,
+    /// The CIL's current context (items committed since the last checkpoint): held briefly.
+    LogCil,
+    /// The iclog ring's state; waits on its condition variable release it.
+    LogIclog,
+    /// The AIL's index of items by LSN: held briefly.
+    LogAil,
+    /// The log-space grant heads: held briefly; waits for space release it.
+    LogGrant,
     /// A shard of the buffer or inode cache index: held briefly, never while waiting.
     CacheShard,
     /// A list lock (dirty buffers, dirty inodes, the writeback list, ...): held briefly,
@@ -116,6 +128,11 @@ impl LockClass {
             LockClass::InodeBlock => "directory/extent-map block",
             LockClass::InodeCluster => "inode cluster buffer",
             LockClass::LogBlock => "log block",
+            LockClass::LogPush => "the CIL push mutex",
+            LockClass::LogCil => "the CIL context",
+            LockClass::LogIclog => "the iclog ring",
+            LockClass::LogAil => "the AIL",
+            LockClass::LogGrant => "the log grant heads",
             LockClass::CacheShard => "cache shard",
             LockClass::List => "list lock",
         }
@@ -124,7 +141,14 @@ impl LockClass {
     /// The class's rule among locks of the same class.
     pub fn order(self) -> Order {
         match self {
-            LockClass::RenameSerial | LockClass::CacheShard | LockClass::List => Order::Single,
+            LockClass::RenameSerial
+            | LockClass::CacheShard
+            | LockClass::List
+            | LockClass::LogPush
+            | LockClass::LogCil
+            | LockClass::LogIclog
+            | LockClass::LogAil
+            | LockClass::LogGrant => Order::Single,
             LockClass::Ilock
             | LockClass::Agi
             | LockClass::Agf
@@ -160,7 +184,14 @@ impl LockClass {
             | LockClass::Superblock
             | LockClass::AgTreeBlock => "AG",
             LockClass::InodeBlock | LockClass::InodeCluster | LockClass::LogBlock => "daddr",
-            LockClass::RenameSerial | LockClass::CacheShard | LockClass::List => "",
+            LockClass::RenameSerial
+            | LockClass::CacheShard
+            | LockClass::List
+            | LockClass::LogPush
+            | LockClass::LogCil
+            | LockClass::LogIclog
+            | LockClass::LogAil
+            | LockClass::LogGrant => "",
         }
     }
 }
@@ -476,6 +507,24 @@ impl<T> std::ops::Deref for OrderedGuard<'_, T> {
 impl<T> std::ops::DerefMut for OrderedGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         &mut self.guard
+    }
+}
+
+impl<T> OrderedGuard<'_, T> {
+    /// Wait on `cv`, releasing the mutex meanwhile. The lock stays in the thread's record: a
+    /// waiter takes nothing else until it wakes holding the mutex again.
+    pub fn wait(&mut self, cv: &parking_lot::Condvar) {
+        cv.wait(&mut self.guard);
+    }
+
+    /// Run `f` with the mutex released (slow work such as device I/O), taking it back after.
+    pub fn unlocked<R>(this: &mut Self, f: impl FnOnce() -> R) -> R {
+        parking_lot::MutexGuard::unlocked(&mut this.guard, f)
+    }
+
+    /// [`OrderedGuard::wait`] for at most `timeout`; returns whether it timed out.
+    pub fn wait_for(&mut self, cv: &parking_lot::Condvar, timeout: std::time::Duration) -> bool {
+        cv.wait_for(&mut self.guard, timeout).timed_out()
     }
 }
 

@@ -27,7 +27,7 @@ use crate::fs::geo::Geometry;
 use crate::fs::ialloc::ialloc;
 use crate::fs::inode::S_IFDIR;
 use crate::fs::options::{DEFAULT_AGCOUNT, Options};
-use crate::fs::trans::Trans;
+use crate::fs::trans::{Resv, Trans};
 use crate::fs::treestore::{TreeSpace, TreeStore};
 
 /// Blocks seeded onto each AG's free list (enough for height-1 bno and cnt trees to split).
@@ -250,7 +250,7 @@ fn init_ag(tp: &mut Trans, agno: u32) -> FsResult<()> {
 
 /// Write every AG's superblock copy.
 fn write_superblocks(fs: &Fs, sb: &Superblock) -> FsResult<()> {
-    let mut tp = Trans::new(fs);
+    let mut tp = Trans::new(fs, Resv::Mkfs);
     for agno in 0..fs.geo.agcount {
         let id = tp.new_buf(
             fs.geo.ag_header_daddr(agno, SB_SECTOR),
@@ -283,28 +283,35 @@ pub fn mkfs(dev: Arc<dyn BlockDev>, opts: &Options) -> FsResult<()> {
         fdblocks: 0,
         lsn: 0,
     };
-    let fs = Fs::assemble(Arc::clone(&dev), opts.mount.clone(), &sb, geo);
+    // The log starts empty at cycle 1, block 0: whatever the log region held before belongs
+    // to another filesystem (another UUID), which recovery ignores.
+    let log_start = u64::from(geo.logblocks) * crate::fs::format::BB_PER_BLOCK;
+    let fs = Fs::assemble(Arc::clone(&dev), opts.mount.clone(), &sb, geo, log_start);
     write_superblocks(&fs, &sb)?;
     // One transaction per AG: each holds its AG's AGI and AGF, and holding one AG's AGF
     // while waiting for the next AG's AGI would be against the lock order.
     for agno in 0..geo.agcount {
-        let mut tp = Trans::new(&fs);
+        let mut tp = Trans::new(&fs, Resv::Mkfs);
         init_ag(&mut tp, agno)?;
         tp.commit()?;
     }
-    fs.sync_metadata()?;
+    // Everything home and an unmount record: the mount below finds a clean log.
+    fs.quiesce()?;
+    drop(fs);
     // Reload the per-AG summaries from what was written, as a mount would.
     let fs = Fs::mount_inprogress(dev, opts.mount.clone(), &sb)?;
     let rootino = make_root_dir(&fs)?;
     let mut done = fs.current_superblock();
     done.rootino = rootino;
     write_superblocks(&fs, &done)?;
-    fs.sync_metadata()
+    fs.quiesce()?;
+    fs.stop_aild();
+    Ok(())
 }
 
 /// Allocate and initialise the root directory; returns its inode number.
 fn make_root_dir(fs: &Fs) -> FsResult<u64> {
-    let mut tp = Trans::new(fs);
+    let mut tp = Trans::new(fs, Resv::Create);
     tp.reserve(crate::fs::namei::CREATE_BLOCKS)?;
     let ino = ialloc(&mut tp, fs.geo.ino(0, 0), true)?;
     let now = crate::fs::now_ns();

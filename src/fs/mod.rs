@@ -80,6 +80,7 @@ pub mod ialloc;
 pub mod icache;
 pub mod inode;
 pub mod lockcheck;
+pub mod log;
 pub mod mkfs;
 pub mod mount;
 pub mod namei;

@@ -17,11 +17,14 @@ use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::ag::{AGF_SECTOR, AGI_SECTOR, Agf, Agi};
 use crate::fs::format::dinode::{self, DinodeCore};
 use crate::fs::format::sb::Superblock;
-use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr, INODES_PER_BLOCK, NAME_MAX};
+use crate::fs::format::{
+    BBSIZE, BLOCK_SIZE, BlockKind, Daddr, INODE_SIZE, INODES_PER_BLOCK, NAME_MAX,
+};
 use crate::fs::geo::Geometry;
 use crate::fs::icache::{InodeCache, Lookup};
 use crate::fs::inode::{DataFork, Inode, InodeCore, InodeWrite, iflags};
 use crate::fs::lockcheck::{LockClass, LockId, OrderedMutex};
+use crate::fs::log::{Log, LogGeometry, recover};
 use crate::fs::options::MountOptions;
 use crate::fs::stats::{MountStats, Stat};
 use crate::fs::vfs::FsStat;
@@ -72,7 +75,14 @@ pub struct Fs {
     pub dev_id: Dev,
     /// AG to put the next new directory in.
     pub(crate) dir_rotor: AtomicU32,
-    dirty_inodes: OrderedMutex<Vec<Arc<Inode>>>,
+    /// The metadata log.
+    pub log: Log,
+    /// xfsaild should stop (unmount).
+    pub(crate) aild_stop: AtomicBool,
+    /// Freed inodes whose free image is not yet home, by number: a new owner of the number
+    /// is not written home before it (see `log::ail`).
+    pub(crate) freed_pending: OrderedMutex<HashMap<u64, Arc<Inode>>>,
+    aild: OrderedMutex<Option<std::thread::JoinHandle<()>>>,
     /// Inodes with dirty data pages.
     pub(crate) dirty_data: OrderedMutex<Vec<Arc<Inode>>>,
     /// Inodes under data write-back (the superblock writeback list of thread 002).
@@ -154,9 +164,7 @@ impl Fs {
                 dev.size()
             )));
         }
-        let fs = Fs::assemble(dev, opts, &sb, geo);
-        fs.load_ag_summaries()?;
-        Ok(Arc::new(fs))
+        Fs::mount_log(dev, opts, &sb, geo)
     }
 
     /// Mount an image whose mkfs is still running (mkfs itself, after laying out the AGs).
@@ -165,9 +173,25 @@ impl Fs {
         opts: MountOptions,
         sb: &Superblock,
     ) -> FsResult<Arc<Fs>> {
-        let fs = Fs::assemble(dev, opts, sb, Geometry::from_sb(sb));
+        Fs::mount_log(dev, opts, sb, Geometry::from_sb(sb))
+    }
+
+    /// Recover the log, build the in-core state, start xfsaild.
+    fn mount_log(
+        dev: Arc<dyn BlockDev>,
+        opts: MountOptions,
+        sb: &Superblock,
+        geo: Geometry,
+    ) -> FsResult<Arc<Fs>> {
+        let cksum = Cksum {
+            mode: opts.cksum,
+            engine: opts.crc,
+        };
+        let r = recover::recover(dev.as_ref(), cksum, &sb.uuid, &geo)?;
+        let fs = Arc::new(Fs::assemble(dev, opts, sb, geo, r.next_abs));
         fs.load_ag_summaries()?;
-        Ok(Arc::new(fs))
+        *fs.aild.lock() = Some(crate::fs::log::ail::spawn_aild(&fs)?);
+        Ok(fs)
     }
 
     /// Build the in-core state for a superblock (used by mount and mkfs).
@@ -176,6 +200,7 @@ impl Fs {
         opts: MountOptions,
         sb: &Superblock,
         geo: Geometry,
+        log_next: u64,
     ) -> Fs {
         let cksum = Cksum {
             mode: opts.cksum,
@@ -190,6 +215,25 @@ impl Fs {
             opts.bufcache_bytes,
             geo.agblocks,
         );
+        let dev_id = Dev {
+            major: 0,
+            minor: 100 + NEXT_MINOR.fetch_add(1, Ordering::Relaxed),
+        };
+        let log = Log::new(
+            Arc::clone(bufs.dev()),
+            cksum,
+            sb.uuid,
+            Arc::clone(&stats),
+            dev_id,
+            LogGeometry {
+                start_daddr: geo.logstart * crate::fs::format::BB_PER_BLOCK,
+                log_bb: geo.logblocks * crate::fs::format::BB_PER_BLOCK as u32,
+                logbufs: opts.logbufs,
+                logbsize: opts.logbsize,
+            },
+            log_next,
+            bufs.stable_cell(),
+        );
         Fs {
             geo,
             uuid: sb.uuid,
@@ -201,12 +245,12 @@ impl Fs {
             stats,
             perag: (0..geo.agcount).map(|_| PerAg::default()).collect(),
             fdblocks: AtomicI64::new(0),
-            dev_id: Dev {
-                major: 0,
-                minor: 100 + NEXT_MINOR.fetch_add(1, Ordering::Relaxed),
-            },
+            dev_id,
             dir_rotor: AtomicU32::new(0),
-            dirty_inodes: OrderedMutex::new(LIST, Vec::new()),
+            log,
+            aild_stop: AtomicBool::new(false),
+            freed_pending: OrderedMutex::new(LIST, HashMap::new()),
+            aild: OrderedMutex::new(LIST, None),
             dirty_data: OrderedMutex::new(LIST, Vec::new()),
             wb_list: OrderedMutex::new(LIST, HashMap::new()),
             dirty_data_pages: AtomicU64::new(0),
@@ -279,23 +323,12 @@ impl Fs {
         if !self.shut_down.swap(true, Ordering::AcqRel) {
             *self.shutdown_reason.lock() = Some(reason.to_string());
         }
+        self.log.fail();
     }
 
     /// Why the filesystem shut down, if it did.
     pub fn shutdown_reason(&self) -> Option<String> {
         self.shutdown_reason.lock().clone()
-    }
-
-    /// Put an inode on the dirty-inode list (once).
-    pub(crate) fn note_dirty_inode(&self, ip: &Arc<Inode>) {
-        if ip.set_flag(iflags::ON_DIRTY_LIST) {
-            self.dirty_inodes.lock().push(Arc::clone(ip));
-        }
-    }
-
-    /// Inodes with unwritten changes.
-    pub fn dirty_inode_count(&self) -> usize {
-        self.dirty_inodes.lock().len()
     }
 
     /// Get an inode by number: from the cache, or read from its cluster block.
@@ -383,17 +416,10 @@ impl Fs {
         Ok(w)
     }
 
-    /// Write one inode's in-core state into its cluster buffer (XFS's `xfs_iflush`), if dirty.
-    /// Returns whether it was written.
-    pub(crate) fn iflush(&self, core: &mut InodeCore, ino: u64) -> FsResult<bool> {
-        if !core.dirty {
-            return Ok(false);
-        }
-        let (daddr, off) = self.geo.ino_location(ino);
-        let mut g = self
-            .bufs
-            .get(daddr, BlockKind::Inode, BLOCK_SIZE, GetMode::Read)?;
-        let raw = &mut g.bytes_mut()[off..off + crate::fs::format::INODE_SIZE];
+    /// The on-disk image of an in-core inode (core, fork, CRC): what its log item carries
+    /// and what a push copies into its cluster buffer (XFS's `xfs_inode_to_disk`).
+    pub(crate) fn encode_inode(&self, core: &mut InodeCore, ino: u64) -> [u8; INODE_SIZE] {
+        let mut raw = [0u8; INODE_SIZE];
         core.di.format = core.fork.format();
         core.di.nextents = core
             .fork
@@ -401,62 +427,42 @@ impl Fs {
             .iter()
             .filter(|e| !e.is_delalloc())
             .count() as u32;
-        dinode::encode_core(raw, ino, &core.di, &self.uuid);
-        crate::fs::bmap::encode_fork(&core.fork, dinode::literal_mut(raw));
-        self.bufs.cksum().update(BlockKind::Inode, raw);
-        self.bufs.mark_dirty(&mut g);
-        core.dirty = false;
-        self.stats.inc(Stat::IflushCount);
-        Ok(true)
+        dinode::encode_core(&mut raw, ino, &core.di, &self.uuid);
+        crate::fs::bmap::encode_fork(&core.fork, dinode::literal_mut(&mut raw));
+        self.bufs.cksum().update(BlockKind::Inode, &mut raw);
+        raw
     }
 
-    /// Write every dirty inode into its cluster buffer. Inodes busy in a transaction are
-    /// waited for (their transaction commits, then they are flushed).
-    pub(crate) fn flush_dirty_inodes(&self) -> FsResult<()> {
-        let list = std::mem::take(&mut *self.dirty_inodes.lock());
-        let mut clusters = std::collections::HashSet::new();
-        let mut flushed = 0u32;
-        let mut first_err = None;
-        for ip in list {
-            ip.clear_flag(iflags::ON_DIRTY_LIST);
-            let mut w = InodeWrite::lock(Arc::clone(&ip));
-            if ip.has_flag(iflags::FREED) {
-                continue;
-            }
-            match self.iflush(&mut w, ip.ino) {
-                Ok(true) => {
-                    flushed += 1;
-                    clusters.insert(self.geo.ino_location(ip.ino).0);
-                }
-                Ok(false) => {}
-                Err(e) => {
-                    drop(w);
-                    self.note_dirty_inode(&ip);
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        if !clusters.is_empty() {
-            self.stats
-                .add(Stat::IclusterFlushcnt, clusters.len() as u32);
-            self.stats.add(Stat::IclusterFlushinode, flushed);
-        }
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-
-    /// Make all metadata durable: flush dirty inodes into their buffers, write every dirty
-    /// buffer home, flush the device cache.
+    /// Make all metadata durable: force the log (metadata then stays in the log until the
+    /// AIL writes it home).
     pub fn sync_metadata(&self) -> FsResult<()> {
         self.check_live()?;
-        self.flush_dirty_inodes()?;
-        self.bufs.flush_all()?;
+        self.log.force_all("xfs_log_force")
+    }
+
+    /// Write all metadata home and leave the log clean: force it, push the AIL until it is
+    /// empty, flush, write an unmount record (unmount, freeze, the end of mkfs).
+    pub fn quiesce(&self) -> FsResult<()> {
+        self.check_live()?;
+        self.log.force_all("xfs_log_quiesce")?;
+        self.ail_push_all_sync()?;
         self.bufs
             .dev()
             .flush()
-            .map_err(|e| FsError::Io(format!("flushing the device: {e}")))
+            .map_err(|e| FsError::Io(format!("flushing the device: {e}")))?;
+        self.log.write_unmount_record()
+    }
+
+    /// Stop xfsaild (unmount).
+    pub(crate) fn stop_aild(&self) {
+        self.aild_stop.store(true, Ordering::Release);
+        self.log.wake_aild();
+        let h = self.aild.lock().take();
+        if let Some(h) = h
+            && h.thread().id() != std::thread::current().id()
+        {
+            let _ = h.join();
+        }
     }
 
     /// Write everything back, record the summary counters in every superblock copy and flush.
@@ -472,7 +478,7 @@ impl Fs {
         }
         self.sync()?;
         let sb = self.current_superblock();
-        let mut tp = crate::fs::trans::Trans::new(self);
+        let mut tp = crate::fs::trans::Trans::new(self, crate::fs::trans::Resv::Mkfs);
         for agno in 0..self.geo.agcount {
             let daddr = self
                 .geo
@@ -482,7 +488,9 @@ impl Fs {
             tp.log_buf(id, 0, BBSIZE - 1);
         }
         tp.commit()?;
-        self.sync_metadata()?;
+        let r = self.quiesce();
+        self.stop_aild();
+        r?;
         self.bufs.purge_clean();
         Ok(())
     }

@@ -18,7 +18,7 @@ use crate::fs::ialloc::{ialloc, ifree};
 use crate::fs::inode::{
     Inode, InodeRead, InodeWrite, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, iflags,
 };
-use crate::fs::trans::{InodeId, Trans};
+use crate::fs::trans::{InodeId, Resv, Trans};
 use crate::fs::vfs::{DirEntry, FileKind, Owner, RenameMode};
 
 /// Blocks reserved for a create or mkdir: a new inode chunk, directory growth and the tree
@@ -262,7 +262,7 @@ impl Fs {
             // O_EXCL on a name the dentry cache holds: EEXIST without a transaction.
             return Err(FsError::Exists);
         }
-        let mut tp = Trans::new(self);
+        let mut tp = Trans::new(self, Resv::Create);
         let dp = Self::lock_live_dir(&mut tp, dir)?;
         if let Some(ino) = dir::lookup(&mut tp, dp, name)? {
             self.dcache.set(dir.ino, name, Cached::Positive(ino));
@@ -310,7 +310,7 @@ impl Fs {
             // the filesystem sees it (fs_mark's mkdir of its directory before every file).
             return Err(FsError::Exists);
         }
-        let mut tp = Trans::new(self);
+        let mut tp = Trans::new(self, Resv::Create);
         let dp = Self::lock_live_dir(&mut tp, dir)?;
         if let Some(ino) = dir::lookup(&mut tp, dp, name)? {
             self.dcache.set(dir.ino, name, Cached::Positive(ino));
@@ -403,7 +403,7 @@ impl Fs {
         check_name(name)?;
         loop {
             let child = self.lookup(dir, name)?;
-            let mut tp = Trans::new(self);
+            let mut tp = Trans::new(self, Resv::Remove);
             tp.reserve_or_dip(CHANGE_BLOCKS);
             let ids = match Self::lock_sorted(&mut tp, &[dir, &child], 1) {
                 Ok(ids) => ids,
@@ -452,7 +452,7 @@ impl Fs {
     pub fn link(&self, ip: &Arc<Inode>, dir: &Arc<Inode>, name: &[u8]) -> FsResult<()> {
         self.check_live()?;
         check_name(name)?;
-        let mut tp = Trans::new(self);
+        let mut tp = Trans::new(self, Resv::Link);
         let ids = Self::lock_sorted(&mut tp, &[dir, ip], 2).map_err(|_| FsError::NotFound)?;
         let (dp, id) = (ids[0], ids[1]);
         if !tp.ic(dp).is_dir() {
@@ -562,7 +562,7 @@ impl Fs {
             if let Some(d) = &dst {
                 set.push(d);
             }
-            let mut tp = Trans::new(self);
+            let mut tp = Trans::new(self, Resv::Rename);
             tp.reserve(CHANGE_BLOCKS)?;
             let ids = match Self::lock_sorted(&mut tp, &set, 2) {
                 Ok(ids) => ids,
@@ -652,20 +652,30 @@ impl Fs {
         if !w.fork.extents().is_empty() {
             w = self.free_range(w, 0, u64::MAX >> crate::fs::format::BLOCK_SHIFT)?;
         }
-        let mut tp = Trans::new(self);
+        let mut tp = Trans::new(self, Resv::Remove);
         tp.reserve_or_dip(CHANGE_BLOCKS);
         let id = tp.join_locked(w);
         ifree(&mut tp, ip.ino)?;
         {
+            // The inode's last state is a free slot with the next generation; its log item
+            // carries that image (and the AIL writes it home unless the slot has a new
+            // owner by then, or the chunk went).
             let ic = tp.ic_mut(id);
-            ic.di.mode = 0;
-            ic.di.size = 0;
-            ic.dirty = false;
+            let generation = ic.di.generation.wrapping_add(1);
+            ic.di = crate::fs::format::dinode::DinodeCore {
+                generation,
+                ..Default::default()
+            };
+            ic.fork = crate::fs::inode::DataFork::default();
         }
+        tp.log_inode(id);
         // Out of the cache before the AGI is released at commit: from then on the inode number
         // can be allocated again, and a new inode must not find this one cached.
         ip.set_flag(iflags::FREED);
         self.icache.remove(ip.ino, &self.stats);
+        if !ip.has_flag(iflags::CHUNK_FREED) {
+            self.freed_pending.lock().insert(ip.ino, Arc::clone(ip));
+        }
         tp.commit()
     }
 
@@ -698,7 +708,7 @@ impl Fs {
         self.check_live()?;
         check_name(name)?;
         crate::fs::symlink::check_target(target)?;
-        let mut tp = Trans::new(self);
+        let mut tp = Trans::new(self, Resv::Create);
         let dp = Self::lock_live_dir(&mut tp, dir)?;
         if let Some(found) = dir::lookup(&mut tp, dp, name)? {
             self.dcache.set(dir.ino, name, Cached::Positive(found));
@@ -742,7 +752,7 @@ impl Fs {
     /// [`Fs::truncate`]). Counts `ig attrchg` as XFS does.
     pub fn setattr(&self, ip: &Arc<Inode>, attr: &SetAttr) -> FsResult<()> {
         self.check_live()?;
-        let mut tp = Trans::new(self);
+        let mut tp = Trans::new(self, Resv::Ichange);
         let id = tp.lock_inode(Arc::clone(ip));
         ip.check_allocated()?;
         let ic = tp.ic_mut(id);

@@ -4,7 +4,7 @@
 //! and records what changed:
 //!
 //! ```text
-//! let mut tp = Trans::new(&fs);
+//! let mut tp = Trans::new(&fs, Resv::Create);
 //! let agi = tp.read_buf(daddr, BlockKind::Agi, 512)?;   // locked until commit
 //! tp.buf_mut(agi)[16..20].copy_from_slice(..);          // change bytes ...
 //! tp.log_buf(agi, 16, 19);                              // ... and say which
@@ -35,7 +35,14 @@ use crate::fs::buf::{BufGuard, GetMode};
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::{BlockKind, Daddr};
 use crate::fs::inode::{Inode, InodeCore, InodeRead, InodeWrite};
+use crate::fs::log::item::{self, fields};
+use crate::fs::log::{ItemRef, LogVec};
 use crate::fs::stats::Stat;
+
+/// The chunk map of a whole buffer of `len` bytes.
+fn full_map(len: usize) -> u64 {
+    crate::fs::log::item::chunk_range(0, len - 1)
+}
 
 /// An inode joined to a transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -43,8 +50,12 @@ pub struct InodeId(u32);
 
 struct TBuf {
     guard: BufGuard,
-    /// Union of logged byte ranges (first, last), inclusive.
-    logged: Option<(usize, usize)>,
+    /// 128-byte chunks this transaction changed (the buffer log item's map, XFS's
+    /// `XFS_BLF_CHUNK` bitmap).
+    logged: u64,
+    /// Got with [`Trans::new_buf`]: the whole block is new, so all of it is logged (replay
+    /// must not lay changes over what the block held before).
+    new: bool,
     /// Invalidated (its block was freed): no longer the cache's buffer for its address, so a
     /// later get of the same address in this transaction must not find it.
     stale: bool,
@@ -57,7 +68,49 @@ enum TLock {
 
 struct TInode {
     lock: TLock,
-    logged: bool,
+    /// Which fields changed ([`crate::fs::log::item::fields`]); 0 when none.
+    logged: u8,
+}
+
+/// What a transaction is for, and so how much log space it reserves up front (XFS's
+/// `xfs_trans_resv`): enough for every block and inode it may log, in 128-byte chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resv {
+    /// A new name and inode (create, mkdir, symlink, mknod): directory blocks, the inode,
+    /// its cluster, the AGI and inode trees, and allocation for all of them.
+    Create,
+    /// A name removed (unlink, rmdir) and the inode freed.
+    Remove,
+    /// A name added to an existing inode (link).
+    Link,
+    /// Two directories and up to three inodes (rename).
+    Rename,
+    /// Mapping written data (delayed-allocation conversion, unwritten extents).
+    Write,
+    /// Freeing a file's blocks (truncate, punch, inactivation).
+    Truncate,
+    /// An inode's core alone (size, timestamps, attributes, open/close bookkeeping).
+    Ichange,
+    /// mkfs's AG set-up and superblock writes.
+    Mkfs,
+    /// A read-only transaction: reserves nothing.
+    None,
+}
+
+impl Resv {
+    /// Log bytes the kind reserves (before [`crate::fs::log::Log::unit_for`] scales it to
+    /// small logs).
+    pub fn bytes(self) -> u64 {
+        const BLOCK: u64 = 4096 + 64;
+        match self {
+            Resv::Create | Resv::Rename => 24 * BLOCK,
+            Resv::Remove | Resv::Link => 20 * BLOCK,
+            Resv::Write | Resv::Truncate => 16 * BLOCK,
+            Resv::Mkfs => 32 * BLOCK,
+            Resv::Ichange => 2 * 1024,
+            Resv::None => 0,
+        }
+    }
 }
 
 /// A metadata transaction.
@@ -74,31 +127,50 @@ pub struct Trans<'a> {
     /// Allowed to allocate beyond its reservation, into the set-aside pool (removals and
     /// write-back, which must work on a full filesystem).
     may_dip: bool,
+    /// Log space reserved (bytes), given back at commit.
+    log_res: u64,
+    /// Extents this transaction freed: busy until its checkpoint is stable.
+    freed: Vec<(u64, u32)>,
 }
 
 impl<'a> Trans<'a> {
     /// Start a transaction on `fs` with no block reservation: it may only allocate what it
     /// reserves with [`Trans::reserve`] (or, after [`Trans::allow_set_aside`], dip into the
     /// set-aside pool).
-    pub fn new(fs: &'a Fs) -> Trans<'a> {
+    ///
+    /// Log space for `resv` is reserved first (waiting, and pushing the AIL, while the log
+    /// is full), before the transaction locks anything. If the log has failed, the
+    /// transaction reserves nothing: its first read or commit reports the shutdown.
+    pub fn new(fs: &'a Fs, resv: Resv) -> Trans<'a> {
+        let want = fs.log.unit_for(resv.bytes());
+        let log_res = if want > 0 {
+            match fs.log.reserve(want, &|| {
+                fs.ail_push_pass(true);
+            }) {
+                Ok(()) => want,
+                Err(_) => 0,
+            }
+        } else {
+            0
+        };
         Trans {
             fs,
             bufs: Vec::new(),
             inodes: Vec::new(),
             sync: false,
             done: false,
-            reader: false,
+            reader: resv == Resv::None,
             blk_res: 0,
             may_dip: false,
+            log_res,
+            freed: Vec::new(),
         }
     }
 
     /// A read-only transaction, for lookups: holds buffers and inode locks like any other but
     /// never changes anything and is not counted as a transaction.
     pub fn reader(fs: &'a Fs) -> Trans<'a> {
-        let mut tp = Trans::new(fs);
-        tp.reader = true;
-        tp
+        Trans::new(fs, Resv::None)
     }
 
     /// Reserve `blocks` for allocations this transaction may make; `NoSpace` (before anything
@@ -155,6 +227,12 @@ impl<'a> Trans<'a> {
         }
     }
 
+    /// Blocks `fsblock..+len` were freed by this transaction: they are busy (no data may
+    /// be written to them) until its checkpoint is stable (XFS's `xfs_extent_busy`).
+    pub(crate) fn note_freed(&mut self, fsblock: u64, len: u32) {
+        self.freed.push((fsblock, len));
+    }
+
     /// The filesystem.
     pub fn fs(&self) -> &'a Fs {
         self.fs
@@ -175,7 +253,8 @@ impl<'a> Trans<'a> {
     fn hold(&mut self, guard: BufGuard) -> BufId {
         self.bufs.push(TBuf {
             guard,
-            logged: None,
+            logged: 0,
+            new: false,
             stale: false,
         });
         BufId((self.bufs.len() - 1) as u32)
@@ -232,11 +311,15 @@ impl<'a> Trans<'a> {
     /// Get a buffer for a block being initialised (zeroed, not read), held until commit.
     pub fn new_buf(&mut self, daddr: Daddr, kind: BlockKind, len: usize) -> FsResult<BufId> {
         if let Some(id) = self.find_buf(daddr) {
-            self.bufs[id.0 as usize].guard.bytes_mut().fill(0);
+            let b = &mut self.bufs[id.0 as usize];
+            b.guard.bytes_mut().fill(0);
+            b.new = true;
             return Ok(id);
         }
         let g = self.fs.bufs.get(daddr, kind, len, GetMode::New)?;
-        Ok(self.hold(g))
+        let id = self.hold(g);
+        self.bufs[id.0 as usize].new = true;
+        Ok(id)
     }
 
     /// A held buffer's bytes.
@@ -257,27 +340,21 @@ impl<'a> Trans<'a> {
     /// Record that bytes `first..=last` of a held buffer changed.
     pub fn log_buf(&mut self, id: BufId, first: usize, last: usize) {
         debug_assert!(first <= last && last < self.buf(id).len());
-        let b = &mut self.bufs[id.0 as usize];
-        b.logged = Some(match b.logged {
-            None => (first, last),
-            Some((f, l)) => (f.min(first), l.max(last)),
-        });
+        self.bufs[id.0 as usize].logged |= crate::fs::log::item::chunk_range(first, last);
     }
 
     /// The block behind a held buffer was freed: drop its contents from the cache so they are
     /// never written home (XFS's `xfs_trans_binval`).
     pub fn inval_buf(&mut self, id: BufId) {
         let b = &mut self.bufs[id.0 as usize];
-        b.logged = None;
+        b.logged = 0;
+        b.new = false;
         b.stale = true;
         self.fs.bufs.invalidate(&mut b.guard);
     }
 
     fn join(&mut self, lock: TLock) -> InodeId {
-        self.inodes.push(TInode {
-            lock,
-            logged: false,
-        });
+        self.inodes.push(TInode { lock, logged: 0 });
         InodeId((self.inodes.len() - 1) as u32)
     }
 
@@ -351,12 +428,19 @@ impl<'a> Trans<'a> {
 
     /// Record that a joined inode's core or fork changed.
     pub fn log_inode(&mut self, id: InodeId) {
-        self.inodes[id.0 as usize].logged = true;
+        self.log_inode_fields(id, fields::CORE | fields::DATA);
+    }
+
+    /// Record that only some of a joined inode's fields changed (e.g. timestamps only, which
+    /// fdatasync need not make durable).
+    pub fn log_inode_fields(&mut self, id: InodeId, f: u8) {
+        self.inodes[id.0 as usize].logged |= f;
     }
 
     /// Whether anything was logged.
     pub fn is_dirty(&self) -> bool {
-        self.bufs.iter().any(|b| b.logged.is_some()) || self.inodes.iter().any(|i| i.logged)
+        self.bufs.iter().any(|b| b.logged != 0 || b.new || b.stale)
+            || self.inodes.iter().any(|i| i.logged != 0)
     }
 
     /// Commit: logged buffers go on the delayed-write list, logged inodes on the dirty-inode
@@ -389,7 +473,14 @@ impl<'a> Trans<'a> {
             return Err(FsError::Invalid("a read-only transaction cannot roll"));
         }
         self.count_commit();
-        self.apply_logged();
+        self.commit_logged();
+        let want = self.fs.log.unit_for(Resv::Write.bytes());
+        // A rolled transaction keeps its locks, so it takes its next reservation without
+        // waiting (XFS's permanent reservations regrant the same way): the margin the log
+        // keeps back pays for it.
+        self.fs.stats.inc(Stat::TryLogspace);
+        self.fs.log.regrant(want);
+        self.log_res = want;
         let mut old: Vec<Option<TBuf>> = std::mem::take(&mut self.bufs)
             .into_iter()
             .map(Some)
@@ -419,23 +510,88 @@ impl<'a> Trans<'a> {
         }
     }
 
-    /// Hand everything logged to write-back: logged buffers go on the delayed-write list,
-    /// logged inodes on the dirty-inode list; nothing stays logged.
-    fn apply_logged(&mut self) {
-        for b in &mut self.bufs {
-            if b.logged.take().is_some() {
-                self.fs.bufs.mark_dirty(&mut b.guard);
+    /// Format everything logged into log vectors and insert them into the CIL (XFS's
+    /// `xfs_trans_commit` -> `xlog_cil_commit`); the objects are pinned until their
+    /// checkpoint is stable. Returns the checkpoint sequence (0 when nothing was logged).
+    fn commit_logged(&mut self) -> u64 {
+        let fs = self.fs;
+        let mut vecs = Vec::new();
+        let mut bufs = Vec::new();
+        for (i, b) in self.bufs.iter_mut().enumerate() {
+            if b.stale {
+                // Freed: earlier images of the block must not be replayed over its next use.
+                let g = &b.guard;
+                vecs.push(LogVec {
+                    obj: ItemRef::Buf(Arc::clone(BufGuard::arc(g))),
+                    data: item::format_cancel(g.kind(), g.daddr().0, g.bytes().len()),
+                    ail: false,
+                    keep_oldest: false,
+                });
+                bufs.push(i);
+                continue;
+            }
+            let mut map = std::mem::take(&mut b.logged);
+            if b.new {
+                map = full_map(b.guard.bytes().len());
+                b.new = false;
+            }
+            if map == 0 {
+                continue;
+            }
+            let g = &mut b.guard;
+            // Inode cluster buffers log only this transaction's chunks and keep their first
+            // AIL position: the in-core inodes, logged as inode items, are newer than the
+            // cluster's bytes for every slot not changed here (see log::item).
+            let inode_buf = g.kind() == BlockKind::Inode;
+            g.add_logged(map);
+            let logmap = if inode_buf { map } else { g.log_map() };
+            vecs.push(LogVec {
+                obj: ItemRef::Buf(Arc::clone(BufGuard::arc(g))),
+                data: item::format_buf(g.kind(), g.daddr().0, g.bytes(), logmap),
+                ail: true,
+                keep_oldest: inode_buf,
+            });
+            bufs.push(i);
+        }
+        let mut inodes = Vec::new();
+        for (i, t) in self.inodes.iter_mut().enumerate() {
+            let f = std::mem::take(&mut t.logged);
+            let TLock::Exclusive(w) = &mut t.lock else {
+                continue;
+            };
+            let ip = Arc::clone(w.inode());
+            if f == 0 {
+                continue;
+            }
+            w.di.changecount += 1;
+            w.dirty = true;
+            let image = fs.encode_inode(w, ip.ino);
+            vecs.push(LogVec {
+                obj: ItemRef::Inode(ip),
+                data: item::format_inode(w.inode().ino, f, &image),
+                ail: true,
+                keep_oldest: false,
+            });
+            inodes.push((i, f & !fields::TIMESTAMP != 0));
+        }
+        if vecs.is_empty() && inodes.is_empty() {
+            return 0;
+        }
+        let res = std::mem::take(&mut self.log_res);
+        let seq = fs.log.commit(vecs, res);
+        fs.log.add_busy(std::mem::take(&mut self.freed), seq);
+        for i in bufs {
+            self.bufs[i].guard.pin(seq);
+        }
+        for (i, datasync) in inodes {
+            if let TLock::Exclusive(w) = &mut self.inodes[i].lock {
+                w.log_seq = seq;
+                if datasync {
+                    w.datasync_seq = seq;
+                }
             }
         }
-        for t in &mut self.inodes {
-            if std::mem::take(&mut t.logged)
-                && let TLock::Exclusive(w) = &mut t.lock
-            {
-                w.di.changecount += 1;
-                w.dirty = true;
-                self.fs.note_dirty_inode(w.inode());
-            }
-        }
+        seq
     }
 
     fn finish(&mut self, keep: Option<InodeId>) -> FsResult<Option<InodeWrite>> {
@@ -447,7 +603,11 @@ impl<'a> Trans<'a> {
             "a read-only transaction logged a change"
         );
         self.count_commit();
-        self.apply_logged();
+        let seq = if dirty { self.commit_logged() } else { 0 };
+        let res = std::mem::take(&mut self.log_res);
+        if res > 0 {
+            self.fs.log.release(res);
+        }
         let kept = keep.and_then(|id| {
             let i = id.0 as usize;
             if i < self.inodes.len() && matches!(self.inodes[i].lock, TLock::Exclusive(_)) {
@@ -459,11 +619,11 @@ impl<'a> Trans<'a> {
                 None
             }
         });
-        let sync = self.sync && dirty;
+        let sync = self.sync && seq > 0;
         self.bufs.clear();
         self.inodes.clear();
         if sync {
-            self.fs.sync_metadata()?;
+            self.fs.log.force_seq(seq, "xfs_trans_commit")?;
         }
         Ok(kept)
     }
@@ -472,6 +632,10 @@ impl<'a> Trans<'a> {
 impl Drop for Trans<'_> {
     fn drop(&mut self) {
         self.release_reservation();
+        let res = std::mem::take(&mut self.log_res);
+        if res > 0 {
+            self.fs.log.release(res);
+        }
         if !self.done && self.is_dirty() {
             // Changes were made in place and cannot be rolled back: stop the filesystem from
             // writing anything else home (XFS shuts down on a dirty transaction cancel).

@@ -7,7 +7,7 @@ use fslab::fs::Fs;
 use fslab::fs::dir::{self, Form};
 use fslab::fs::error::FsResult;
 use fslab::fs::inode::{Inode, InodeRead};
-use fslab::fs::trans::{InodeId, Trans};
+use fslab::fs::trans::{InodeId, Resv, Trans};
 
 use super::image::Image;
 
@@ -29,7 +29,7 @@ pub fn make_dir_of_files(img: &Image, name: &[u8], names: impl IntoIterator<Item
 /// Run `f` on directory `d` in one transaction holding its lock exclusively, then commit
 /// (whatever `f` returned, so a refused change still ends its transaction cleanly).
 pub fn in_dir_trans<R>(fs: &Fs, d: &Arc<Inode>, f: impl FnOnce(&mut Trans, InodeId) -> R) -> R {
-    let mut tp = Trans::new(fs);
+    let mut tp = Trans::new(fs, Resv::Create);
     let dp = tp.lock_inode(Arc::clone(d));
     let r = f(&mut tp, dp);
     tp.commit().expect("commit");
@@ -38,7 +38,7 @@ pub fn in_dir_trans<R>(fs: &Fs, d: &Arc<Inode>, f: impl FnOnce(&mut Trans, Inode
 
 /// The form directory `d` is in.
 pub fn form_of(fs: &Fs, d: &Arc<Inode>) -> Form {
-    let mut tp = Trans::new(fs);
+    let mut tp = Trans::new(fs, Resv::Create);
     let dp = tp.lock_inode_shared(Arc::clone(d));
     let f = dir::form(&tp, dp).expect("directory form");
     tp.commit().expect("commit");
@@ -47,7 +47,7 @@ pub fn form_of(fs: &Fs, d: &Arc<Inode>) -> Form {
 
 /// What the directory checker finds in `d` (empty when it is sound).
 pub fn dir_findings(fs: &Fs, d: &Arc<Inode>) -> FsResult<Vec<String>> {
-    let mut tp = Trans::new(fs);
+    let mut tp = Trans::new(fs, Resv::Create);
     let dp = tp.lock_inode_shared(Arc::clone(d));
     let found = dir::check(&mut tp, dp);
     tp.commit().expect("commit");

@@ -28,7 +28,7 @@ use crate::fs::format::{BLOCK_SHIFT, BLOCK_SIZE};
 use crate::fs::inode::{DELALLOC, Extent, Inode, InodeRead, InodeWrite, iflags};
 use crate::fs::options::SyncWait;
 use crate::fs::stats::{Stat, Stat64};
-use crate::fs::trans::{InodeId, Trans};
+use crate::fs::trans::{InodeId, Resv, Trans};
 use crate::fs::vfs::FallocMode;
 
 /// Largest file labfs allows (2^43 bytes, well inside the 54-bit block offsets).
@@ -136,18 +136,27 @@ impl Fs {
             return Ok(0);
         }
         self.write_pages(ip, &mut w, off, data)?;
-        if end > w.di.size {
+        let grew = end > w.di.size;
+        if grew {
             w.di.size = end;
         }
         self.stats.add64(Stat64::WriteBytes, data.len() as u64);
         // Timestamp update, its own transaction (XFS: file_update_time -> xfs_vn_update_time).
-        let mut tp = Trans::new(self);
+        let mut tp = Trans::new(self, Resv::Ichange);
         let id = tp.join_locked(w);
         let now = crate::fs::now_ns();
         let ic = tp.ic_mut(id);
         ic.di.mtime = now;
         ic.di.ctime = now;
-        tp.log_inode(id);
+        // An overwrite inside the file changes only timestamps, which fdatasync skips.
+        tp.log_inode_fields(
+            id,
+            if grew {
+                crate::fs::log::item::fields::CORE
+            } else {
+                crate::fs::log::item::fields::TIMESTAMP
+            },
+        );
         tp.commit()?;
         if self.dirty_data_pages.load(Ordering::Relaxed) * BLOCK_SIZE as u64 > self.opts.dirty_bytes
         {
@@ -295,7 +304,7 @@ impl Fs {
             let Some(d) = w.fork.extents().iter().find(|e| e.is_delalloc()).copied() else {
                 return Ok(w);
             };
-            let mut tp = Trans::new(self);
+            let mut tp = Trans::new(self, Resv::Write);
             // The data blocks were reserved at write time; extent-tree blocks may use the
             // set-aside pool, which exists for exactly this.
             tp.allow_set_aside();
@@ -330,6 +339,8 @@ impl Fs {
             ..AllocReq::blocks(self.geo.ino_agno(ino), want)
         };
         let (block, got) = alloc_extent(tp, &req)?;
+        // Data goes straight to these blocks: their last free must be stable first.
+        self.log.wait_busy(block, got)?;
         self.stats.inc(Stat::XstratQuick);
         self.stats.inc(Stat::BlkMapw);
         self.stats
@@ -437,7 +448,7 @@ impl Fs {
         self.dirty_data_pages
             .fetch_sub(written as u64, Ordering::Relaxed);
         if !unwritten.is_empty() {
-            let mut tp = Trans::new(self);
+            let mut tp = Trans::new(self, Resv::Write);
             tp.allow_set_aside();
             let id = tp.join_locked(w);
             for e in unwritten {
@@ -491,11 +502,29 @@ impl Fs {
         }
     }
 
-    /// fsync(2)/fdatasync(2).
-    pub fn fsync(&self, ip: &Arc<Inode>, _datasync: bool) -> FsResult<()> {
+    /// fsync(2)/fdatasync(2), as XFS's `xfs_file_fsync`: write back this file's dirty data,
+    /// then force the log only if the inode is pinned (a change not yet stable), up to the
+    /// checkpoint of its last change (fdatasync: its last change other than timestamps).
+    /// When no log write happened, the device cache is flushed so the data is durable.
+    pub fn fsync(&self, ip: &Arc<Inode>, datasync: bool) -> FsResult<()> {
         self.check_live()?;
         self.writeback(ip)?;
-        self.sync_metadata()
+        let seq = {
+            let r = InodeRead::lock(Arc::clone(ip));
+            if datasync { r.datasync_seq } else { r.log_seq }
+        };
+        let mut forced = false;
+        if seq > self.log.stable_seq() {
+            crate::trace::events::xfs_log_force(self.dev_id, seq, "xfs_file_fsync");
+            forced = self.log.force_seq(seq, "xfs_log_force_seq")?;
+        }
+        if !forced {
+            self.bufs
+                .dev()
+                .flush()
+                .map_err(|e| FsError::Io(format!("flushing the device: {e}")))?;
+        }
+        Ok(())
     }
 
     /// Write back every file with dirty data.
@@ -582,7 +611,7 @@ impl Fs {
         }
         // The new size first, then the blocks past it in their own transactions, as XFS's
         // xfs_setattr_size does: blocks beyond EOF are harmless if a later step fails.
-        let mut tp = Trans::new(self);
+        let mut tp = Trans::new(self, Resv::Ichange);
         let id = tp.join_locked(w);
         let now = crate::fs::now_ns();
         let ic = tp.ic_mut(id);
@@ -615,7 +644,7 @@ impl Fs {
             let start = list[hi.saturating_sub(FREE_BATCH_EXTENTS).max(lo)]
                 .startoff
                 .max(from);
-            let mut tp = Trans::new(self);
+            let mut tp = Trans::new(self, Resv::Truncate);
             tp.reserve_or_dip(crate::fs::namei::CHANGE_BLOCKS);
             let id = tp.join_locked(w);
             bmap::free_blocks(&mut tp, id, start, to - start)?;
@@ -692,7 +721,7 @@ impl Fs {
                     let hole_end = bmap::next_extent(w.fork.extents(), b)
                         .map_or(last, |e| e.startoff.min(last));
                     let count = (hole_end - b).min(u64::from(MAX_EXTENT_LEN)) as u32;
-                    let mut tp = Trans::new(self);
+                    let mut tp = Trans::new(self, Resv::Write);
                     if let Err(e) = tp.reserve(u64::from(count) + crate::fs::namei::CHANGE_BLOCKS) {
                         drop(tp);
                         drop(w);
@@ -713,7 +742,7 @@ impl Fs {
                 }
             }
         }
-        let mut tp = Trans::new(self);
+        let mut tp = Trans::new(self, Resv::Write);
         let id = tp.join_locked(w);
         let now = crate::fs::now_ns();
         let ic = tp.ic_mut(id);
@@ -749,7 +778,7 @@ impl Fs {
         if last_whole > first_whole {
             self.drop_pages(&mut w, first_whole, last_whole);
             let w = self.free_range(w, first_whole, last_whole)?;
-            let mut tp = Trans::new(self);
+            let mut tp = Trans::new(self, Resv::Truncate);
             let id = tp.join_locked(w);
             tp.ic_mut(id).di.ctime = crate::fs::now_ns();
             tp.log_inode(id);

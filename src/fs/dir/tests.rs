@@ -13,6 +13,7 @@ use super::*;
 use crate::fs::Fs;
 use crate::fs::inode::Inode;
 use crate::fs::testing::mem_fs;
+use crate::fs::trans::Resv;
 use crate::rng::SplitMix64;
 
 /// A directory under test, driven one transaction per call.
@@ -30,7 +31,7 @@ impl TestDir {
     }
 
     fn run<R>(&self, f: impl FnOnce(&mut Trans, InodeId) -> FsResult<R>) -> FsResult<R> {
-        let mut tp = Trans::new(&self.fs);
+        let mut tp = Trans::new(&self.fs, Resv::Create);
         let dp = tp.lock_inode(Arc::clone(&self.ip));
         let r = f(&mut tp, dp);
         if r.is_ok() || !tp.is_dirty() {

@@ -1,0 +1,376 @@
+//! The AIL (active item list) and its pusher, xfsaild.
+//!
+//! Every item whose newest change is stable on the log but not yet written home sits here,
+//! ordered by the LSN of the checkpoint that last logged it. The oldest item is the log's
+//! tail: log space behind it can be reused only once it is written home. A relogged item
+//! moves forward to its new checkpoint (that checkpoint carries all of its unwritten state,
+//! see [`crate::fs::log::item`]).
+//!
+//! A push pass walks items up to a target LSN and tries each: a buffer is written home
+//! (CRC updated on the way, as part 1's write-back did), an inode is copied into its cluster
+//! buffer and the cluster written. Items are only *tried*: a locked object is `LOCKED`, an
+//! object whose newest change is not yet stable is `PINNED` (the pass then asks for a CIL
+//! push: the `flush` stat), an inode whose cluster buffer is pinned or busy is `FLUSHING`.
+//! The target keeps a quarter of the log free (XFS 6.11's `xfs_ail_calc_push_target`), or is
+//! the whole AIL when someone waits for it to empty (unmount, sync of metadata, memory
+//! pressure in the buffer cache).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use crate::fs::Fs;
+use crate::fs::format::{BLOCK_SIZE, BlockKind, INODE_SIZE};
+use crate::fs::inode::{InodeWrite, iflags};
+use crate::fs::log::{ItemRef, Log};
+use crate::fs::stats::Stat;
+
+/// Items by (absolute LSN block, insertion number).
+#[derive(Default)]
+pub struct Ail {
+    by_lsn: BTreeMap<(u64, u64), ItemRef>,
+    pos: HashMap<usize, (u64, u64)>,
+    next: u64,
+}
+
+impl Ail {
+    /// The oldest item's LSN (the tail), as an absolute block.
+    pub fn min_abs(&self) -> Option<u64> {
+        self.by_lsn.keys().next().map(|k| k.0)
+    }
+
+    /// The newest item's LSN.
+    pub fn max_abs(&self) -> Option<u64> {
+        self.by_lsn.keys().next_back().map(|k| k.0)
+    }
+
+    /// Items in the AIL.
+    pub fn len(&self) -> usize {
+        self.by_lsn.len()
+    }
+
+    /// Whether the AIL is empty.
+    pub fn is_empty(&self) -> bool {
+        self.by_lsn.is_empty()
+    }
+
+    /// Insert an item at `abs`, or move it there if it is already in (forward only; not at
+    /// all with `keep_oldest`).
+    pub(crate) fn insert(&mut self, log: &Log, obj: ItemRef, abs: u64, keep_oldest: bool) {
+        let id = obj.id();
+        let old = self.pos.get(&id).copied();
+        if let Some(k) = old {
+            if k.0 >= abs || keep_oldest {
+                return;
+            }
+            self.by_lsn.remove(&k);
+        }
+        self.next += 1;
+        let key = (abs, self.next);
+        let (ty, lip) = (obj.type_name(), id as u64);
+        self.by_lsn.insert(key, obj);
+        self.pos.insert(id, key);
+        let new = log.lsn(abs).0;
+        match old {
+            Some(k) => crate::trace::events::xfs_ail_move(
+                log.dev_id,
+                lip,
+                log.lsn(k.0).0,
+                new,
+                ty,
+                "IN_AIL",
+            ),
+            None => crate::trace::events::xfs_ail_insert(log.dev_id, lip, 0, new, ty, "IN_AIL"),
+        }
+    }
+
+    /// Take an item out (written home, or superseded). Returns whether it was in.
+    pub(crate) fn delete(&mut self, log: &Log, id: usize) -> bool {
+        let Some(key) = self.pos.remove(&id) else {
+            return false;
+        };
+        let min = self.min_abs().unwrap_or(key.0);
+        if let Some(obj) = self.by_lsn.remove(&key) {
+            crate::trace::events::xfs_ail_delete(
+                log.dev_id,
+                id as u64,
+                log.lsn(min).0,
+                log.lsn(key.0).0,
+                obj.type_name(),
+                "IN_AIL",
+            );
+        }
+        true
+    }
+
+    /// Up to `max` items with LSN at most `target`, oldest first.
+    fn collect(&self, target: u64, max: usize) -> Vec<(u64, ItemRef)> {
+        self.by_lsn
+            .range(..=(target, u64::MAX))
+            .take(max)
+            .map(|(k, v)| (k.0, v.clone()))
+            .collect()
+    }
+}
+
+/// What pushing one item did (XFS's `XFS_ITEM_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushOutcome {
+    /// Written home (or found already home / superseded): out of the AIL.
+    Success,
+    /// Its newest change is not yet stable on the log.
+    Pinned,
+    /// Someone holds its lock.
+    Locked,
+    /// Its cluster buffer is busy or pinned; it goes home with the cluster later.
+    Flushing,
+}
+
+/// Items one pass looks at, at most (xfsaild stops after 1000 as well).
+const PASS_ITEMS: usize = 1000;
+
+impl Fs {
+    /// One AIL push pass. With `all`, push everything in the AIL (unmount, memory
+    /// pressure, a reservation waiting for space); otherwise only as far as keeps a quarter
+    /// of the log free. Returns the items pushed home and whether any was pinned.
+    pub(crate) fn ail_push_pass(&self, all: bool) -> (usize, bool) {
+        let log = &self.log;
+        let bb = u64::from(log.geometry().log_bb);
+        let items = {
+            let ail = log.ail.lock();
+            let (Some(min), Some(max)) = (ail.min_abs(), ail.max_abs()) else {
+                return (0, false);
+            };
+            let target = if all {
+                max
+            } else {
+                let head = log.head_abs.load(Ordering::Acquire);
+                if (head - min) * 4 < bb * 3 {
+                    return (0, false);
+                }
+                (min + bb / 4).min(max)
+            };
+            ail.collect(target, PASS_ITEMS)
+        };
+        if items.is_empty() {
+            return (0, false);
+        }
+        self.stats.inc(Stat::PushAil);
+        let stable = log.stable_seq();
+        let mut pushed = 0;
+        let mut pinned = false;
+        for (abs, obj) in items {
+            let outcome = match &obj {
+                ItemRef::Buf(b) => self.push_buf_item(b, stable),
+                ItemRef::Inode(ip) => self.push_inode_item(ip, stable),
+            };
+            let lsn = log.lsn(abs).0;
+            let (ty, lip) = (obj.type_name(), obj.id() as u64);
+            match outcome {
+                Ok(PushOutcome::Success) => {
+                    self.stats.inc(Stat::PushAilSuccess);
+                    crate::trace::events::xfs_ail_push(log.dev_id, lip, lsn, ty, "IN_AIL");
+                    log.ail.lock().delete(log, obj.id());
+                    pushed += 1;
+                }
+                Ok(PushOutcome::Pinned) => {
+                    self.stats.inc(Stat::PushAilPinned);
+                    crate::trace::events::xfs_ail_pinned(log.dev_id, lip, lsn, ty, "IN_AIL");
+                    pinned = true;
+                }
+                Ok(PushOutcome::Locked) => {
+                    self.stats.inc(Stat::PushAilLocked);
+                    crate::trace::events::xfs_ail_locked(log.dev_id, lip, lsn, ty, "IN_AIL");
+                }
+                Ok(PushOutcome::Flushing) => {
+                    self.stats.inc(Stat::PushAilFlushing);
+                    crate::trace::events::xfs_ail_flushing(
+                        log.dev_id,
+                        lip,
+                        lsn,
+                        ty,
+                        "IN_AIL|FLUSHING",
+                    );
+                }
+                Err(e) => {
+                    self.shutdown(&format!("writing metadata home failed: {e}"));
+                    log.fail();
+                    break;
+                }
+            }
+        }
+        if pushed > 0 {
+            log.space_moved();
+        }
+        (pushed, pinned)
+    }
+
+    fn push_buf_item(
+        &self,
+        b: &Arc<crate::fs::buf::BufLock>,
+        stable: u64,
+    ) -> crate::fs::error::FsResult<PushOutcome> {
+        let Some(mut g) = self.bufs.try_lock_item(b) else {
+            return Ok(PushOutcome::Locked);
+        };
+        if g.pin_seq() > stable {
+            return Ok(PushOutcome::Pinned);
+        }
+        // A freed block (cancelled) or one written home with an inode flush: nothing left.
+        if !g.is_valid() || !g.is_dirty() {
+            return Ok(PushOutcome::Success);
+        }
+        self.bufs.write_home(&mut g)?;
+        Ok(PushOutcome::Success)
+    }
+
+    fn push_inode_item(
+        &self,
+        ip: &Arc<crate::fs::inode::Inode>,
+        stable: u64,
+    ) -> crate::fs::error::FsResult<PushOutcome> {
+        let out = self.push_inode_locked(ip, stable)?;
+        if out == PushOutcome::Success && ip.has_flag(iflags::FREED) {
+            let mut pending = self.freed_pending.lock();
+            if pending.get(&ip.ino).is_some_and(|p| Arc::ptr_eq(p, ip)) {
+                pending.remove(&ip.ino);
+            }
+        }
+        Ok(out)
+    }
+
+    fn push_inode_locked(
+        &self,
+        ip: &Arc<crate::fs::inode::Inode>,
+        stable: u64,
+    ) -> crate::fs::error::FsResult<PushOutcome> {
+        let Some(mut w) = InodeWrite::try_lock(Arc::clone(ip)) else {
+            return Ok(PushOutcome::Locked);
+        };
+        if w.log_seq > stable {
+            return Ok(PushOutcome::Pinned);
+        }
+        if !w.dirty {
+            return Ok(PushOutcome::Success);
+        }
+        if ip.has_flag(iflags::FREED) {
+            // The chunk's blocks are free space (its cluster buffers were cancelled).
+            if ip.has_flag(iflags::CHUNK_FREED) {
+                return Ok(PushOutcome::Success);
+            }
+            // The number has a new owner: its log item, later than this one, carries the
+            // slot from here once it is stable.
+            if let Some(live) = self.icache.peek(ip.ino) {
+                let Some(l) = InodeWrite::try_lock(live) else {
+                    return Ok(PushOutcome::Locked);
+                };
+                return Ok(if l.log_seq > stable {
+                    PushOutcome::Pinned
+                } else {
+                    PushOutcome::Success
+                });
+            }
+        }
+        let (daddr, off) = self.geo.ino_location(ip.ino);
+        let Some(mut cg) = self.bufs.try_get(
+            daddr,
+            BlockKind::Inode,
+            BLOCK_SIZE,
+            crate::fs::buf::GetMode::Read,
+        )?
+        else {
+            return Ok(PushOutcome::Flushing);
+        };
+        if cg.pin_seq() > stable {
+            return Ok(PushOutcome::Flushing);
+        }
+        if !ip.has_flag(iflags::FREED) && self.freed_pending.lock().contains_key(&ip.ino) {
+            // The slot's previous owner still has its free image to write: it goes first,
+            // or it would land over this one.
+            return Ok(PushOutcome::Flushing);
+        }
+        let image = self.encode_inode(&mut w, ip.ino);
+        cg.bytes_mut()[off..off + INODE_SIZE].copy_from_slice(&image);
+        let had_item = cg.is_dirty();
+        self.bufs.write_home(&mut cg)?;
+        if had_item {
+            let id = ItemRef::Buf(Arc::clone(crate::fs::buf::BufGuard::arc(&cg))).id();
+            self.log.ail.lock().delete(&self.log, id);
+        }
+        w.dirty = false;
+        self.stats.inc(Stat::IclusterFlushcnt);
+        self.stats.inc(Stat::IclusterFlushinode);
+        self.stats.inc(Stat::IflushCount);
+        Ok(PushOutcome::Success)
+    }
+
+    /// Push until the AIL is empty, forcing the log when items are pinned (unmount, and
+    /// `Fs::quiesce`).
+    pub(crate) fn ail_push_all_sync(&self) -> crate::fs::error::FsResult<()> {
+        let mut idle = 0;
+        loop {
+            self.check_live()?;
+            if self.log.ail.lock().is_empty() {
+                return Ok(());
+            }
+            let (n, pinned) = self.ail_push_pass(true);
+            if pinned {
+                self.stats.inc(Stat::PushAilFlush);
+                self.log.force_all("xfs_ail_push_all_sync")?;
+            }
+            if n == 0 {
+                idle += 1;
+                // Items locked by a running operation: give it a moment.
+                std::thread::sleep(std::time::Duration::from_micros(if idle < 100 {
+                    50
+                } else {
+                    1000
+                }));
+            } else {
+                idle = 0;
+            }
+        }
+    }
+}
+
+/// xfsaild: the per-mount thread that pushes the AIL and runs background CIL pushes.
+/// It holds the mount only while it works (weakly otherwise), so dropping the last
+/// `Arc<Fs>` ends it, and it sleeps parked: [`Log::wake_aild`] unparks it.
+pub fn spawn_aild(fs: &Arc<Fs>) -> crate::fs::error::FsResult<std::thread::JoinHandle<()>> {
+    let weak = Arc::downgrade(fs);
+    let h = std::thread::Builder::new()
+        .name("xfsaild".into())
+        .spawn(move || {
+            loop {
+                let wait = {
+                    let Some(fs) = weak.upgrade() else { return };
+                    if fs.aild_stop.load(Ordering::Acquire) {
+                        return;
+                    }
+                    if fs.log.want_push.swap(false, Ordering::AcqRel) {
+                        let _ = fs.log.push_cil();
+                        let _ = fs.log.force_background();
+                    }
+                    let (n, pinned) = fs.ail_push_pass(false);
+                    if pinned {
+                        fs.stats.inc(Stat::PushAilFlush);
+                        let _ = fs.log.push_cil();
+                        let _ = fs.log.force_background();
+                    }
+                    if n > 0 {
+                        std::time::Duration::ZERO
+                    } else if pinned {
+                        std::time::Duration::from_millis(20)
+                    } else {
+                        std::time::Duration::from_millis(50)
+                    }
+                };
+                if !wait.is_zero() {
+                    std::thread::park_timeout(wait);
+                }
+            }
+        })
+        .map_err(|e| crate::fs::error::FsError::Io(format!("starting xfsaild: {e}")))?;
+    fs.log.set_aild(h.thread().clone());
+    Ok(h)
+}

@@ -1,0 +1,360 @@
+//! What a checkpoint carries: log operations and the log items inside them, byte by byte.
+//!
+//! A record's payload is a run of operations, each an op header (XFS's `xlog_op_header`,
+//! 12 bytes: tid, length, client, flags, reserved) followed by its data. One checkpoint is
+//! the operations of one transaction id: a START op, the transaction header (`TRAN`, type 40
+//! `XFS_TRANS_CHECKPOINT`, as delayed logging writes), one op per log item, and a COMMIT op.
+//! An op too long for the iclog it starts in is split: the first piece carries CONTINUE,
+//! the rest WAS_CONT (and CONTINUE again if it still goes on), so an op header never
+//! straddles two records. The unmount record is one op of client `XFS_LOG` with flag
+//! UNMOUNT.
+//!
+//! Item formats are labfs's own (XFS's `xfs_buf_log_format`/`xfs_inode_log_format` carry
+//! more than labfs needs), with XFS's type numbers:
+//!
+//! | item | bytes | fields |
+//! |---|---|---|
+//! | buffer `0x123c` | 32 + 128 per chunk | type, flags (CANCEL), kind, daddr, length, chunk map; then the logged 128-byte chunks in order |
+//! | inode `0x123b` | 16 + 512 | type, fields (core, data fork, timestamps), inode number; then the on-disk inode image |
+//!
+//! A buffer item logs every chunk changed since the buffer was last written home (XFS keeps
+//! a buffer log item's dirty map until write-back), not only the last transaction's: the
+//! checkpoint that moves the item forward in the AIL must carry all of its unwritten state.
+
+use crate::fs::format::endian::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
+use crate::fs::format::{BlockKind, INODE_SIZE};
+
+/// Bytes of one op header.
+pub const OP_HEADER_LEN: usize = 12;
+/// The client id of transaction ops (`XFS_TRANSACTION`).
+pub const CLIENT_TRANS: u8 = 0x69;
+/// The client id of log-internal ops: the unmount record (`XFS_LOG`).
+pub const CLIENT_LOG: u8 = 0xaa;
+/// Op flag: the first op of a transaction.
+pub const OP_START: u8 = 0x01;
+/// Op flag: the commit record.
+pub const OP_COMMIT: u8 = 0x02;
+/// Op flag: the op's data goes on in the next op header.
+pub const OP_CONTINUE: u8 = 0x04;
+/// Op flag: this op continues the previous one.
+pub const OP_WAS_CONT: u8 = 0x08;
+/// Op flag: the unmount record.
+pub const OP_UNMOUNT: u8 = 0x20;
+/// The transaction header's magic, "TRAN".
+pub const TRANS_MAGIC: u32 = 0x5452_414e;
+/// The only transaction type delayed logging writes.
+pub const TRANS_CHECKPOINT: u32 = 40;
+/// Bytes of the transaction header.
+pub const TRANS_HEADER_LEN: usize = 16;
+/// The unmount record's type word.
+pub const UNMOUNT_TYPE: u16 = 0x556e;
+/// Bytes of one logged buffer chunk (`XFS_BLF_CHUNK`).
+pub const CHUNK: usize = 128;
+/// Buffer log item type (`XFS_LI_BUF`).
+pub const LI_BUF: u16 = 0x123c;
+/// Inode log item type (`XFS_LI_INODE`).
+pub const LI_INODE: u16 = 0x123b;
+/// Buffer item flag: the block was freed; earlier images of it must not be replayed.
+pub const BUF_CANCEL: u16 = 0x1;
+const BUF_HEADER_LEN: usize = 32;
+const INODE_HEADER_LEN: usize = 16;
+
+/// Inode item fields: which parts of the inode a transaction changed (XFS's `XFS_ILOG_*`).
+pub mod fields {
+    /// The core (sizes, counts, mode, links, owner).
+    pub const CORE: u8 = 0x1;
+    /// The data fork (extents, inline data).
+    pub const DATA: u8 = 0x2;
+    /// Timestamps only: fdatasync need not force these.
+    pub const TIMESTAMP: u8 = 0x4;
+}
+
+/// One op header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpHeader {
+    /// The transaction (checkpoint) id.
+    pub tid: u32,
+    /// Bytes of data after the header.
+    pub len: u32,
+    /// Which client wrote it.
+    pub client: u8,
+    /// `OP_*` flags.
+    pub flags: u8,
+}
+
+impl OpHeader {
+    /// The 12 on-disk bytes.
+    pub fn encode(&self) -> [u8; OP_HEADER_LEN] {
+        let mut b = [0u8; OP_HEADER_LEN];
+        put_u32(&mut b, 0, self.tid);
+        put_u32(&mut b, 4, self.len);
+        b[8] = self.client;
+        b[9] = self.flags;
+        b
+    }
+
+    /// Decode 12 bytes.
+    pub fn decode(b: &[u8]) -> OpHeader {
+        OpHeader {
+            tid: get_u32(b, 0),
+            len: get_u32(b, 4),
+            client: b[8],
+            flags: b[9],
+        }
+    }
+}
+
+/// The transaction header of checkpoint `tid` holding `items` items.
+pub fn trans_header(tid: u32, items: u32) -> [u8; TRANS_HEADER_LEN] {
+    let mut b = [0u8; TRANS_HEADER_LEN];
+    put_u32(&mut b, 0, TRANS_MAGIC);
+    put_u32(&mut b, 4, TRANS_CHECKPOINT);
+    put_u32(&mut b, 8, tid);
+    put_u32(&mut b, 12, items);
+    b
+}
+
+/// The unmount record's op data.
+pub fn unmount_data() -> [u8; 8] {
+    let mut b = [0u8; 8];
+    put_u16(&mut b, 0, UNMOUNT_TYPE);
+    b
+}
+
+/// Chunks in a buffer of `len` bytes.
+pub fn chunks_of(len: usize) -> usize {
+    len.div_ceil(CHUNK)
+}
+
+/// The chunk map covering bytes `first..=last`.
+pub fn chunk_range(first: usize, last: usize) -> u64 {
+    let (a, b) = (first / CHUNK, last / CHUNK);
+    debug_assert!(b < 64);
+    let hi = if b >= 63 {
+        u64::MAX
+    } else {
+        (1u64 << (b + 1)) - 1
+    };
+    hi & !((1u64 << a) - 1)
+}
+
+/// A buffer item: the chunks of `bytes` set in `map`.
+pub fn format_buf(kind: BlockKind, daddr: u64, bytes: &[u8], map: u64) -> Vec<u8> {
+    let n = map.count_ones() as usize;
+    let mut v = vec![0u8; BUF_HEADER_LEN];
+    put_u16(&mut v, 0, LI_BUF);
+    v[4] = kind_index(kind);
+    put_u64(&mut v, 8, daddr);
+    put_u32(&mut v, 16, bytes.len() as u32);
+    put_u64(&mut v, 24, map);
+    v.reserve(n * CHUNK);
+    for c in 0..chunks_of(bytes.len()) {
+        if map & (1u64 << c) != 0 {
+            let end = ((c + 1) * CHUNK).min(bytes.len());
+            v.extend_from_slice(&bytes[c * CHUNK..end]);
+        }
+    }
+    v
+}
+
+/// A buffer cancel item: the block at `daddr` was freed.
+pub fn format_cancel(kind: BlockKind, daddr: u64, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; BUF_HEADER_LEN];
+    put_u16(&mut v, 0, LI_BUF);
+    put_u16(&mut v, 2, BUF_CANCEL);
+    v[4] = kind_index(kind);
+    put_u64(&mut v, 8, daddr);
+    put_u32(&mut v, 16, len as u32);
+    v
+}
+
+/// An inode item carrying the inode's on-disk image.
+pub fn format_inode(ino: u64, fields: u8, image: &[u8]) -> Vec<u8> {
+    debug_assert_eq!(image.len(), INODE_SIZE);
+    let mut v = vec![0u8; INODE_HEADER_LEN];
+    put_u16(&mut v, 0, LI_INODE);
+    put_u16(&mut v, 2, u16::from(fields));
+    put_u64(&mut v, 8, ino);
+    v.extend_from_slice(image);
+    v
+}
+
+fn kind_index(kind: BlockKind) -> u8 {
+    BlockKind::ALL.iter().position(|k| *k == kind).unwrap_or(0) as u8
+}
+
+/// A log item read back from a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoggedItem<'a> {
+    /// Chunks of a metadata buffer.
+    Buf {
+        /// The structure.
+        kind: BlockKind,
+        /// Its home address in sectors.
+        daddr: u64,
+        /// The buffer's length in bytes.
+        len: usize,
+        /// Which chunks follow.
+        map: u64,
+        /// The logged chunks, in order.
+        data: &'a [u8],
+    },
+    /// The block at `daddr` was freed.
+    Cancel {
+        /// Its home address in sectors.
+        daddr: u64,
+    },
+    /// An inode's image.
+    Inode {
+        /// The inode number.
+        ino: u64,
+        /// Which fields changed.
+        fields: u8,
+        /// The on-disk inode.
+        image: &'a [u8],
+    },
+}
+
+/// Decode one item op's data; `Err` names what is wrong.
+pub fn parse_item(d: &[u8]) -> Result<LoggedItem<'_>, String> {
+    if d.len() < 2 {
+        return Err(format!("a {}-byte log item", d.len()));
+    }
+    match get_u16(d, 0) {
+        LI_BUF => {
+            if d.len() < BUF_HEADER_LEN {
+                return Err("a truncated buffer item".into());
+            }
+            let daddr = get_u64(d, 8);
+            if get_u16(d, 2) & BUF_CANCEL != 0 {
+                return Ok(LoggedItem::Cancel { daddr });
+            }
+            let kind = *BlockKind::ALL
+                .get(usize::from(d[4]))
+                .ok_or_else(|| format!("buffer item of unknown kind {}", d[4]))?;
+            let len = get_u32(d, 16) as usize;
+            let map = get_u64(d, 24);
+            if len == 0 || len > 64 * CHUNK || len % 512 != 0 {
+                return Err(format!("buffer item of {len} bytes"));
+            }
+            let n = chunks_of(len);
+            if n < 64 && map >> n != 0 {
+                return Err(format!("buffer item map {map:#x} beyond its {len} bytes"));
+            }
+            let want = map.count_ones() as usize * CHUNK;
+            if d.len() - BUF_HEADER_LEN != want {
+                return Err(format!(
+                    "buffer item with {} data bytes for {} chunks",
+                    d.len() - BUF_HEADER_LEN,
+                    map.count_ones()
+                ));
+            }
+            Ok(LoggedItem::Buf {
+                kind,
+                daddr,
+                len,
+                map,
+                data: &d[BUF_HEADER_LEN..],
+            })
+        }
+        LI_INODE => {
+            if d.len() != INODE_HEADER_LEN + INODE_SIZE {
+                return Err(format!("an inode item of {} bytes", d.len()));
+            }
+            Ok(LoggedItem::Inode {
+                ino: get_u64(d, 8),
+                fields: get_u16(d, 2) as u8,
+                image: &d[INODE_HEADER_LEN..],
+            })
+        }
+        t => Err(format!("unknown log item type {t:#06x}")),
+    }
+}
+
+/// Lay the chunks of a buffer item over `block` (the home block's bytes).
+pub fn apply_chunks(block: &mut [u8], map: u64, data: &[u8]) {
+    let mut at = 0;
+    for c in 0..chunks_of(block.len()) {
+        if map & (1u64 << c) != 0 {
+            let end = ((c + 1) * CHUNK).min(block.len());
+            let n = end - c * CHUNK;
+            block[c * CHUNK..end].copy_from_slice(&data[at..at + n]);
+            at += n;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_ranges_cover_the_bytes() {
+        assert_eq!(chunk_range(0, 0), 1);
+        assert_eq!(chunk_range(0, 127), 1);
+        assert_eq!(chunk_range(127, 128), 0b11);
+        assert_eq!(chunk_range(300, 600), 0b11100);
+        assert_eq!(chunk_range(0, 4095), 0xffff_ffff);
+    }
+
+    #[test]
+    fn a_buffer_item_carries_only_its_chunks_and_lays_them_back() {
+        let mut bytes = vec![0u8; 4096];
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (i % 251) as u8;
+        }
+        let map = chunk_range(130, 140) | chunk_range(4000, 4095);
+        let item = format_buf(BlockKind::DirData, 88, &bytes, map);
+        assert_eq!(item.len(), BUF_HEADER_LEN + 2 * CHUNK);
+        let LoggedItem::Buf {
+            kind,
+            daddr,
+            len,
+            map: m,
+            data,
+        } = parse_item(&item).unwrap()
+        else {
+            panic!("not a buffer item")
+        };
+        assert_eq!((kind, daddr, len, m), (BlockKind::DirData, 88, 4096, map));
+        let mut home = vec![0xeeu8; 4096];
+        apply_chunks(&mut home, map, data);
+        assert_eq!(&home[128..256], &bytes[128..256]);
+        assert_eq!(&home[3968..], &bytes[3968..]);
+        assert!(home[..128].iter().all(|&b| b == 0xee));
+        assert!(home[256..3968].iter().all(|&b| b == 0xee));
+    }
+
+    #[test]
+    fn inode_and_cancel_items_round_trip_and_garbage_is_refused() {
+        let img = [7u8; INODE_SIZE];
+        let item = format_inode(99, fields::CORE, &img);
+        assert_eq!(
+            parse_item(&item).unwrap(),
+            LoggedItem::Inode {
+                ino: 99,
+                fields: fields::CORE,
+                image: &img
+            }
+        );
+        let c = format_cancel(BlockKind::Inode, 64, 4096);
+        assert_eq!(parse_item(&c).unwrap(), LoggedItem::Cancel { daddr: 64 });
+        assert!(parse_item(&[0x12, 0x3c, 0]).is_err());
+        assert!(parse_item(&item[..100]).is_err());
+        let mut bad = format_buf(BlockKind::Agf, 1, &[0u8; 512], 0b1);
+        bad[24..32].copy_from_slice(&0x30u64.to_be_bytes());
+        assert!(parse_item(&bad).is_err(), "map beyond the buffer");
+        assert!(parse_item(&[0xff; 40]).is_err());
+    }
+
+    #[test]
+    fn op_headers_round_trip() {
+        let h = OpHeader {
+            tid: 0xdead_beef,
+            len: 4242,
+            client: CLIENT_TRANS,
+            flags: OP_CONTINUE | OP_START,
+        };
+        assert_eq!(OpHeader::decode(&h.encode()), h);
+    }
+}

@@ -1,0 +1,984 @@
+//! The metadata log: delayed logging (CIL), iclogs, log forces with group commit, the AIL.
+//!
+//! ```text
+//!  Trans::commit ─► CIL context (one formatted vector per item; relogging replaces it)
+//!                     │ checkpoint: log force, 1/8 of the log in the CIL, or an AIL flush
+//!                     ▼
+//!  iclog ring ─ ACTIVE → WANT_SYNC → SYNCING → DONE_SYNC → CALLBACK → ACTIVE
+//!                     │ record = header sector(s) + ops, cycle-stamped, CRC'd; PREFLUSH+FUA
+//!                     ▼
+//!  commit record durable ─► items unpinned, into the AIL at the checkpoint's start LSN,
+//!                           fsync waiters for that sequence wake
+//!  xfsaild ─► items written home (try-locks; pinned / locked / flushing outcomes)
+//!             ─► tail moves, log-space waiters wake
+//! ```
+//!
+//! Differences from XFS, each for simplicity and each safe:
+//! - One checkpoint is formatted at a time (the push mutex) and iclog writes are issued and
+//!   completed strictly in ring order, one at a time; batching comes from the CIL and from
+//!   forces that sleep while the previous iclog is in flight, as in XFS.
+//! - Every iclog write is PREFLUSH+FUA, so the tail in its header never runs ahead of the
+//!   home writes that let it move, and each record is stable when its write returns.
+//! - LSNs are kept as absolute 512-byte block counts (`cycle * log_bb + block`) inside the
+//!   log code and turned into XFS's `(cycle << 32) | block` at the edges.
+//!
+//! Submodules: [`item`] (the payload: ops and item formats), [`record`] (record headers,
+//! cycle stamping, the record CRC), [`scan`] (finding the valid window of records),
+//! [`ail`] (the AIL and its pusher), [`recover`] (replay at mount).
+
+pub mod ail;
+pub mod item;
+pub mod record;
+pub mod recover;
+pub mod scan;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::Condvar;
+
+use crate::fs::buf::BufLock;
+use crate::fs::cksum::Cksum;
+use crate::fs::dev::BlockDev;
+use crate::fs::error::{FsError, FsResult};
+use crate::fs::inode::Inode;
+use crate::fs::lockcheck::{LockClass, LockId, OrderedMutex};
+use crate::fs::log::ail::Ail;
+use crate::fs::log::item::{
+    CLIENT_LOG, CLIENT_TRANS, OP_COMMIT, OP_CONTINUE, OP_HEADER_LEN, OP_START, OP_UNMOUNT,
+    OP_WAS_CONT, OpHeader,
+};
+use crate::fs::log::record::{Lsn, RecordHeader};
+use crate::fs::stats::{MountStats, Stat};
+use crate::trace::Dev;
+
+/// An object a log item describes: a metadata buffer or an in-core inode. Identity is the
+/// object, not its address: a freed block or inode number can get a new object while the
+/// old one still has state in the log.
+#[derive(Clone)]
+pub enum ItemRef {
+    /// A metadata buffer.
+    Buf(Arc<BufLock>),
+    /// An in-core inode.
+    Inode(Arc<Inode>),
+}
+
+impl ItemRef {
+    /// The object's identity (its address, kept alive by the reference).
+    pub fn id(&self) -> usize {
+        match self {
+            ItemRef::Buf(b) => Arc::as_ptr(b) as *const u8 as usize,
+            ItemRef::Inode(i) => Arc::as_ptr(i) as *const u8 as usize,
+        }
+    }
+
+    /// XFS's item type name, for traces.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ItemRef::Buf(_) => "XFS_LI_BUF",
+            ItemRef::Inode(_) => "XFS_LI_INODE",
+        }
+    }
+}
+
+impl std::fmt::Debug for ItemRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}@{:#x}", self.type_name(), self.id())
+    }
+}
+
+/// One item as a transaction hands it to the CIL.
+pub struct LogVec {
+    /// The object.
+    pub obj: ItemRef,
+    /// The formatted item ([`item`]).
+    pub data: Vec<u8>,
+    /// Whether the item goes into the AIL when its checkpoint is stable (a cancel does not:
+    /// nothing is left to write home).
+    pub ail: bool,
+    /// Whether a relogged item keeps its older AIL position instead of moving forward: its
+    /// vector carries only this checkpoint's changes (inode cluster buffers).
+    pub keep_oldest: bool,
+}
+
+struct CilItem {
+    vec: LogVec,
+}
+
+/// The CIL's current context: everything committed since the last checkpoint.
+struct Cil {
+    seq: u64,
+    items: Vec<CilItem>,
+    index: HashMap<usize, usize>,
+    bytes: u64,
+}
+
+impl Cil {
+    fn new(seq: u64) -> Cil {
+        Cil {
+            seq,
+            items: Vec::new(),
+            index: HashMap::new(),
+            bytes: 0,
+        }
+    }
+}
+
+/// The states of an iclog (XFS's `XLOG_STATE_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IclogState {
+    /// Being filled.
+    Active,
+    /// Full or forced: no more copies in; waiting to be written.
+    WantSync,
+    /// Its write was submitted.
+    Syncing,
+    /// Its write finished.
+    DoneSync,
+    /// Running its completion callbacks.
+    Callback,
+}
+
+impl IclogState {
+    fn name(self) -> &'static str {
+        match self {
+            IclogState::Active => "XLOG_STATE_ACTIVE",
+            IclogState::WantSync => "XLOG_STATE_WANT_SYNC",
+            IclogState::Syncing => "XLOG_STATE_SYNCING",
+            IclogState::DoneSync => "XLOG_STATE_DONE_SYNC",
+            IclogState::Callback => "XLOG_STATE_CALLBACK",
+        }
+    }
+}
+
+/// A checkpoint whose commit record sits in an iclog: what completing that iclog does.
+struct Checkpoint {
+    seq: u64,
+    start: u64,
+    items: Vec<(ItemRef, bool)>,
+}
+
+struct Iclog {
+    state: IclogState,
+    /// Ops written so far (the record's payload before padding).
+    data: Vec<u8>,
+    ops: u32,
+    /// Where the record's header goes (absolute block).
+    at: u64,
+    /// Order in which iclogs were switched out; writes go in this order.
+    wseq: u64,
+    callbacks: Vec<Checkpoint>,
+}
+
+struct Ring {
+    icl: Vec<Iclog>,
+    curr: usize,
+    /// Where the next iclog switched in will start (absolute block).
+    next_at: u64,
+    /// Switch-outs so far, and writes completed (in order).
+    switched: u64,
+    written: u64,
+    /// Start blocks of checkpoints written but not yet complete: the tail may not pass them.
+    in_flight: BTreeSet<u64>,
+    /// The previous record's block, for `h_prev_block`.
+    prev_block: u32,
+}
+
+struct Space {
+    granted: u64,
+}
+
+/// Where the log starts and how its iclogs are shaped.
+#[derive(Debug, Clone, Copy)]
+pub struct LogGeometry {
+    /// First sector of the log on the device.
+    pub start_daddr: u64,
+    /// Log length in 512-byte blocks.
+    pub log_bb: u32,
+    /// In-core log buffers (`logbufs`).
+    pub logbufs: u32,
+    /// Bytes per in-core log buffer (`logbsize`).
+    pub logbsize: u32,
+}
+
+/// A mount's log.
+pub struct Log {
+    dev: Arc<dyn BlockDev>,
+    cksum: Cksum,
+    uuid: [u8; 16],
+    stats: Arc<MountStats>,
+    dev_id: Dev,
+    geo: LogGeometry,
+    /// Payload bytes an iclog holds (its size less its header sectors).
+    icl_payload: usize,
+    push: OrderedMutex<()>,
+    cil: OrderedMutex<Cil>,
+    ring: OrderedMutex<Ring>,
+    ring_cv: Condvar,
+    pub(crate) ail: OrderedMutex<Ail>,
+    /// xfsaild's thread, to wake it.
+    aild: std::sync::OnceLock<std::thread::Thread>,
+    space: OrderedMutex<Space>,
+    space_cv: Condvar,
+    /// Highest checkpoint sequence whose commit record is stable (shared with the buffer
+    /// cache, which must not write a buffer pinned by a later one).
+    stable: Arc<AtomicU64>,
+    /// Highest checkpoint sequence handed to the iclogs.
+    pushed: AtomicU64,
+    /// Absolute block of the head (end of what the iclogs hold) and of the tail.
+    head_abs: AtomicU64,
+    tail_abs: AtomicU64,
+    /// Bytes in the CIL, counted against log space until checkpointed.
+    cil_bytes: AtomicU64,
+    /// A background push was asked for (the CIL passed 1/8 of the log).
+    pub(crate) want_push: AtomicBool,
+    /// The log failed: nothing more is written.
+    failed: AtomicBool,
+    /// Bytes transactions logged beyond their reservation (a reservation too small).
+    overrun: AtomicU64,
+    /// Freed extents (first block, length, checkpoint) not yet known stable.
+    busy: OrderedMutex<Vec<(u64, u32, u64)>>,
+}
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Log").field("geo", &self.geo).finish()
+    }
+}
+
+/// Blocks of header a record of `payload` bytes needs.
+fn header_blocks(payload: usize) -> u64 {
+    record::header_sectors(payload) as u64
+}
+
+impl Log {
+    /// A log over `geo` whose next record goes at absolute block `next_at` (from recovery,
+    /// or the start of an empty log) with nothing older still needed.
+    pub fn new(
+        dev: Arc<dyn BlockDev>,
+        cksum: Cksum,
+        uuid: [u8; 16],
+        stats: Arc<MountStats>,
+        dev_id: Dev,
+        geo: LogGeometry,
+        next_at: u64,
+        stable: Arc<AtomicU64>,
+    ) -> Log {
+        let hsize = record::header_sectors(geo.logbsize as usize) * record::HEADER_SIZE;
+        let icl_payload = geo.logbsize as usize - hsize;
+        let icl = (0..geo.logbufs.max(2))
+            .map(|_| Iclog {
+                state: IclogState::Active,
+                data: Vec::with_capacity(icl_payload),
+                ops: 0,
+                at: 0,
+                wseq: 0,
+                callbacks: Vec::new(),
+            })
+            .collect::<Vec<_>>();
+        let mut ring = Ring {
+            icl,
+            curr: 0,
+            next_at,
+            switched: 0,
+            written: 0,
+            in_flight: BTreeSet::new(),
+            prev_block: 0,
+        };
+        ring.icl[0].at = next_at;
+        stable.store(0, Ordering::Release);
+        Log {
+            dev,
+            cksum,
+            uuid,
+            stats,
+            dev_id,
+            geo,
+            icl_payload,
+            push: OrderedMutex::new(LockId::new(LockClass::LogPush, 0), ()),
+            cil: OrderedMutex::new(LockId::new(LockClass::LogCil, 0), Cil::new(1)),
+            ring: OrderedMutex::new(LockId::new(LockClass::LogIclog, 0), ring),
+            ring_cv: Condvar::new(),
+            ail: OrderedMutex::new(LockId::new(LockClass::LogAil, 0), Ail::default()),
+            aild: std::sync::OnceLock::new(),
+            space: OrderedMutex::new(LockId::new(LockClass::LogGrant, 0), Space { granted: 0 }),
+            space_cv: Condvar::new(),
+            stable,
+            pushed: AtomicU64::new(0),
+            head_abs: AtomicU64::new(next_at),
+            tail_abs: AtomicU64::new(next_at),
+            cil_bytes: AtomicU64::new(0),
+            want_push: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
+            overrun: AtomicU64::new(0),
+            busy: OrderedMutex::new(LockId::new(LockClass::List, 0), Vec::new()),
+        }
+    }
+
+    /// Extents freed by checkpoint `seq`: busy until it is stable.
+    pub(crate) fn add_busy(&self, freed: Vec<(u64, u32)>, seq: u64) {
+        if freed.is_empty() {
+            return;
+        }
+        let stable = self.stable_seq();
+        let mut busy = self.busy.lock();
+        busy.retain(|b| b.2 > stable);
+        busy.extend(freed.into_iter().map(|(b, l)| (b, l, seq)));
+    }
+
+    /// Before data is written to blocks `fsblock..+len` just allocated: if a free of any of
+    /// them is not yet stable, force the log up to it (XFS's `xfs_extent_busy_flush`), so a
+    /// crash cannot leave the old owner mapping blocks that hold the new owner's data.
+    pub(crate) fn wait_busy(&self, fsblock: u64, len: u32) -> FsResult<()> {
+        let stable = self.stable_seq();
+        let end = fsblock + u64::from(len);
+        let need = {
+            let busy = self.busy.lock();
+            busy.iter()
+                .filter(|b| b.2 > stable && b.0 < end && fsblock < b.0 + u64::from(b.1))
+                .map(|b| b.2)
+                .max()
+        };
+        match need {
+            Some(seq) => self.force_seq(seq, "xfs_extent_busy_flush").map(drop),
+            None => Ok(()),
+        }
+    }
+
+    /// The log's geometry.
+    pub fn geometry(&self) -> LogGeometry {
+        self.geo
+    }
+
+    /// Bytes in the log.
+    pub fn size_bytes(&self) -> u64 {
+        u64::from(self.geo.log_bb) * 512
+    }
+
+    /// The device the log writes to.
+    pub fn dev(&self) -> &Arc<dyn BlockDev> {
+        &self.dev
+    }
+
+    /// Highest checkpoint sequence that is stable on the log.
+    pub fn stable_seq(&self) -> u64 {
+        self.stable.load(Ordering::Acquire)
+    }
+
+    /// The shared cell holding [`Log::stable_seq`].
+    pub fn stable_cell(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.stable)
+    }
+
+    /// Bytes transactions logged beyond their reservations (0 when every reservation held).
+    pub fn overrun_bytes(&self) -> u64 {
+        self.overrun.load(Ordering::Relaxed)
+    }
+
+    /// The sequence the next commit goes into.
+    pub fn current_seq(&self) -> u64 {
+        self.cil.lock().seq
+    }
+
+    fn lsn(&self, abs: u64) -> Lsn {
+        let bb = u64::from(self.geo.log_bb);
+        Lsn::new((abs / bb) as u32, (abs % bb) as u32)
+    }
+
+    /// The absolute block of a record LSN.
+    pub fn abs_of(&self, lsn: Lsn) -> u64 {
+        u64::from(lsn.cycle()) * u64::from(self.geo.log_bb) + u64::from(lsn.block())
+    }
+
+    fn check_ok(&self) -> FsResult<()> {
+        if self.failed.load(Ordering::Acquire) {
+            Err(FsError::Shutdown)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Mark the log failed (a write or flush failed): every later force fails.
+    pub fn fail(&self) {
+        self.failed.store(true, Ordering::Release);
+        self.ring_cv.notify_all();
+        self.space_cv.notify_all();
+    }
+
+    // ---- log space (grant heads) ----
+
+    /// Bytes of log space neither on the log between tail and head, nor granted, nor in the
+    /// CIL.
+    fn free_bytes(&self, granted: u64) -> i64 {
+        let used = (self.head_abs.load(Ordering::Acquire))
+            .saturating_sub(self.tail_abs.load(Ordering::Acquire))
+            * 512;
+        // Every iclog may add a header and up to a block of padding to what the CIL holds.
+        let cil = self.cil_bytes.load(Ordering::Acquire);
+        let overhead = cil / 32 + u64::from(self.geo.logbufs) * 2 * 512;
+        self.size_bytes() as i64 - (used + granted + cil + overhead) as i64
+    }
+
+    /// The reservation a transaction of `want` bytes gets on this log: no more than an
+    /// eighth of it, so a small log still admits several at once.
+    pub fn unit_for(&self, want: u64) -> u64 {
+        want.min(self.size_bytes() / 8)
+    }
+
+    /// Reserve `bytes` of log space (XFS's `xfs_log_reserve`): waits, pushing the AIL, while
+    /// the log is too full. `push` runs one inline AIL pass when it has to wait.
+    pub fn reserve(&self, bytes: u64, push: &dyn Fn()) -> FsResult<()> {
+        self.stats.inc(Stat::TryLogspace);
+        // A quarter of the log stays out of reach of new reservations: overruns and the
+        // checkpoint's headers come out of it.
+        let keep = (self.size_bytes() / 4) as i64;
+        let mut slept = false;
+        loop {
+            self.check_ok()?;
+            {
+                let mut sp = self.space.lock();
+                if self.free_bytes(sp.granted) - bytes as i64 >= keep {
+                    sp.granted += bytes;
+                    return Ok(());
+                }
+                if !slept {
+                    slept = true;
+                }
+                self.stats.inc(Stat::SleepLogspace);
+            }
+            // Items pinned in the CIL cannot be written home until it is checkpointed.
+            if self.cil_bytes.load(Ordering::Acquire) > 0 {
+                self.push_cil()?;
+                self.force_current(None)?;
+            }
+            self.wake_aild();
+            push();
+            let mut sp = self.space.lock();
+            if self.free_bytes(sp.granted) - bytes as i64 >= keep {
+                sp.granted += bytes;
+                return Ok(());
+            }
+            sp.wait_for(&self.space_cv, Duration::from_millis(5));
+        }
+    }
+
+    /// Take `bytes` more without waiting: a rolled transaction that keeps its locks (the
+    /// margin [`Log::reserve`] keeps back pays for it).
+    pub fn regrant(&self, bytes: u64) {
+        self.space.lock().granted += bytes;
+    }
+
+    /// Remember xfsaild's thread.
+    pub(crate) fn set_aild(&self, t: std::thread::Thread) {
+        let _ = self.aild.set(t);
+    }
+
+    /// Wake xfsaild (a background push, space wanted, unmount).
+    pub(crate) fn wake_aild(&self) {
+        if let Some(t) = self.aild.get() {
+            t.unpark();
+        }
+    }
+
+    /// Give back a reservation (at commit, or when a transaction is dropped).
+    pub fn release(&self, bytes: u64) {
+        let mut sp = self.space.lock();
+        sp.granted = sp.granted.saturating_sub(bytes);
+        drop(sp);
+        self.space_cv.notify_all();
+    }
+
+    /// The tail moved or space came back: wake reservations waiting for space.
+    pub(crate) fn space_moved(&self) {
+        self.refresh_tail();
+        self.space_cv.notify_all();
+    }
+
+    // ---- the CIL ----
+
+    /// Insert a transaction's items into the CIL (XFS's `xlog_cil_commit`), giving back its
+    /// reservation of `resv` bytes. Returns the checkpoint sequence the items belong to.
+    pub fn commit(&self, vecs: Vec<LogVec>, resv: u64) -> u64 {
+        let mut cil = self.cil.lock();
+        let mut delta: i64 = 0;
+        for v in vecs {
+            let id = v.obj.id();
+            delta += v.data.len() as i64;
+            match cil.index.get(&id) {
+                Some(&i) => {
+                    let old = &mut cil.items[i];
+                    delta -= old.vec.data.len() as i64;
+                    // A cancel stays a cancel only if nothing relogged the object since.
+                    old.vec = v;
+                }
+                None => {
+                    let i = cil.items.len();
+                    cil.items.push(CilItem { vec: v });
+                    cil.index.insert(id, i);
+                }
+            }
+            delta += OP_HEADER_LEN as i64;
+        }
+        let seq = cil.seq;
+        let bytes = (cil.bytes as i64 + delta).max(0) as u64;
+        let grew = bytes.saturating_sub(cil.bytes);
+        cil.bytes = bytes;
+        drop(cil);
+        if delta > 0 {
+            self.cil_bytes.fetch_add(delta as u64, Ordering::AcqRel);
+        } else {
+            let _ = self
+                .cil_bytes
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
+                    Some(b.saturating_sub((-delta) as u64))
+                });
+        }
+        if grew > resv {
+            self.overrun.fetch_add(grew - resv, Ordering::Relaxed);
+        }
+        self.release(resv);
+        if bytes > self.size_bytes() / 8 {
+            // The background push (XLOG_CIL_SPACE_LIMIT): xfsaild's thread checkpoints.
+            self.want_push.store(true, Ordering::Release);
+            self.wake_aild();
+        }
+        seq
+    }
+
+    /// Checkpoint the CIL (XFS's `xlog_cil_push_work`): format every item of the current
+    /// context into the iclogs as one transaction, commit record last. The iclog holding the
+    /// commit record is left ACTIVE (a force writes it).
+    pub fn push_cil(&self) -> FsResult<()> {
+        self.check_ok()?;
+        let _push = self.push.lock();
+        let ctx = {
+            let mut cil = self.cil.lock();
+            if cil.items.is_empty() {
+                return Ok(());
+            }
+            let next = cil.seq + 1;
+            std::mem::replace(&mut *cil, Cil::new(next))
+        };
+        let seq = ctx.seq;
+        let tid = (seq as u32) ^ 0x5eed_0000;
+        let nitems = ctx.items.len() as u32;
+        let mut objs = Vec::with_capacity(ctx.items.len());
+        let mut w = self.ring.lock();
+        let start = self.ensure_room(&mut w, OP_HEADER_LEN)?;
+        let start_abs = w.icl[w.curr].at;
+        w.in_flight.insert(start_abs);
+        let _ = start;
+        self.write_op(&mut w, tid, CLIENT_TRANS, OP_START, &[])?;
+        self.write_op(
+            &mut w,
+            tid,
+            CLIENT_TRANS,
+            0,
+            &item::trans_header(tid, nitems),
+        )?;
+        for it in ctx.items {
+            self.write_op(&mut w, tid, CLIENT_TRANS, 0, &it.vec.data)?;
+            if it.vec.ail {
+                objs.push((it.vec.obj, it.vec.keep_oldest));
+            }
+        }
+        self.write_op(&mut w, tid, CLIENT_TRANS, OP_COMMIT, &[])?;
+        let c = w.curr;
+        w.icl[c].callbacks.push(Checkpoint {
+            seq,
+            start: start_abs,
+            items: objs,
+        });
+        self.set_head(&w);
+        drop(w);
+        let _ = self
+            .cil_bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
+                Some(b.saturating_sub(ctx.bytes))
+            });
+        self.pushed.store(seq, Ordering::Release);
+        self.space_cv.notify_all();
+        Ok(())
+    }
+
+    fn set_head(&self, w: &Ring) {
+        let ic = &w.icl[w.curr];
+        let head = ic.at + header_blocks(ic.data.len()) + ic.data.len().div_ceil(512) as u64;
+        self.head_abs.store(head, Ordering::Release);
+    }
+
+    /// Make sure the current iclog is ACTIVE with `need` bytes free (switching a full one out
+    /// and writing it), waiting when the ring has no free iclog (`noiclogs`).
+    fn ensure_room(
+        &self,
+        w: &mut crate::fs::lockcheck::OrderedGuard<'_, Ring>,
+        need: usize,
+    ) -> FsResult<()> {
+        loop {
+            self.check_ok()?;
+            let c = w.curr;
+            if w.icl[c].state == IclogState::Active {
+                if self.icl_payload - w.icl[c].data.len() >= need {
+                    if w.icl[c].data.is_empty() {
+                        w.icl[c].at = w.next_at;
+                        self.trace_iclog("get_space", &w.icl[c]);
+                    }
+                    return Ok(());
+                }
+                self.switch_and_write(w)?;
+                continue;
+            }
+            self.stats.inc(Stat::LogNoiclogs);
+            self.trace_iclog("wait_on", &w.icl[c]);
+            w.wait(&self.ring_cv);
+        }
+    }
+
+    /// Write one op, split across iclogs when it does not fit.
+    fn write_op(
+        &self,
+        w: &mut crate::fs::lockcheck::OrderedGuard<'_, Ring>,
+        tid: u32,
+        client: u8,
+        flags: u8,
+        data: &[u8],
+    ) -> FsResult<()> {
+        let mut rest = data;
+        let mut cont = false;
+        loop {
+            self.ensure_room(w, OP_HEADER_LEN + rest.len().min(1))?;
+            let c = w.curr;
+            let room = self.icl_payload - w.icl[c].data.len() - OP_HEADER_LEN;
+            let take = rest.len().min(room);
+            let more = take < rest.len();
+            let mut f = flags;
+            if cont {
+                f = (f & !OP_START) | OP_WAS_CONT;
+            }
+            if more {
+                f = (f & !OP_COMMIT) | OP_CONTINUE;
+            }
+            let h = OpHeader {
+                tid,
+                len: take as u32,
+                client,
+                flags: f,
+            };
+            let ic = &mut w.icl[c];
+            ic.data.extend_from_slice(&h.encode());
+            ic.data.extend_from_slice(&rest[..take]);
+            ic.ops += 1;
+            rest = &rest[take..];
+            if !more {
+                return Ok(());
+            }
+            cont = true;
+        }
+    }
+
+    /// Switch the current iclog out (WANT_SYNC) and write it: XFS's
+    /// `xlog_state_switch_iclogs` then `xlog_sync`, done by the switching thread. Returns
+    /// with the lock held again.
+    fn switch_and_write(
+        &self,
+        w: &mut crate::fs::lockcheck::OrderedGuard<'_, Ring>,
+    ) -> FsResult<()> {
+        let c = w.curr;
+        debug_assert_eq!(w.icl[c].state, IclogState::Active);
+        if w.icl[c].data.is_empty() {
+            return Ok(());
+        }
+        let len = w.icl[c].data.len();
+        let blocks = header_blocks(len.div_ceil(512) * 512) + len.div_ceil(512) as u64;
+        w.icl[c].state = IclogState::WantSync;
+        w.switched += 1;
+        w.icl[c].wseq = w.switched;
+        self.trace_iclog("switch", &w.icl[c]);
+        w.next_at = w.icl[c].at + blocks;
+        w.curr = (c + 1) % w.icl.len();
+        // Writes go out in switch order.
+        let mine = w.icl[c].wseq;
+        while w.written + 1 != mine {
+            self.check_ok()?;
+            self.trace_iclog("wait_on", &w.icl[c]);
+            w.wait(&self.ring_cv);
+        }
+        w.icl[c].state = IclogState::Syncing;
+        self.trace_iclog("syncing", &w.icl[c]);
+        let data = std::mem::take(&mut w.icl[c].data);
+        let ops = w.icl[c].ops;
+        let at = w.icl[c].at;
+        let prev = w.prev_block;
+        w.prev_block = (at % u64::from(self.geo.log_bb)) as u32;
+        // The tail: the oldest item not yet home, or checkpoint not yet complete, or this
+        // record itself.
+        let mut tail = at;
+        if let Some(&s) = w.in_flight.iter().next() {
+            tail = tail.min(s);
+        }
+        crate::fs::lockcheck::OrderedGuard::unlocked(w, || -> FsResult<()> {
+            if let Some(m) = self.ail.lock().min_abs() {
+                tail = tail.min(m);
+            }
+            self.write_record(&data, ops, at, tail, prev)
+        })
+        .inspect_err(|_| self.fail())?;
+        let ic = &mut w.icl[c];
+        ic.state = IclogState::DoneSync;
+        self.trace_iclog("sync_done", &w.icl[c]);
+        self.run_callbacks(w, c);
+        let mut data = data;
+        data.clear();
+        let ic = &mut w.icl[c];
+        ic.data = data;
+        ic.ops = 0;
+        ic.state = IclogState::Active;
+        self.trace_iclog("activate", &w.icl[c]);
+        w.written = mine;
+        self.ring_cv.notify_all();
+        Ok(())
+    }
+
+    /// Build, checksum and write one record (PREFLUSH + FUA).
+    fn write_record(&self, data: &[u8], ops: u32, at: u64, tail: u64, prev: u32) -> FsResult<()> {
+        let mut payload = data.to_vec();
+        payload.resize(data.len().div_ceil(512) * 512, 0);
+        let lsn = self.lsn(at);
+        let hdr = RecordHeader {
+            cycle: lsn.cycle(),
+            len: payload.len() as u32,
+            lsn,
+            tail_lsn: self.lsn(tail),
+            prev_block: prev,
+            num_logops: ops,
+            size: self.geo.logbsize,
+            uuid: self.uuid,
+        };
+        let image = record::encode_record(&self.cksum, &hdr, &payload, self.geo.log_bb);
+        let log_bytes = u64::from(self.geo.log_bb) * 512;
+        let off = u64::from(lsn.block()) * 512;
+        let base = self.geo.start_daddr * 512;
+        let io = |e| FsError::Io(format!("writing the log record at {lsn}: {e}"));
+        self.dev
+            .flush()
+            .map_err(|e| FsError::Io(format!("flushing before the log record at {lsn}: {e}")))?;
+        let first = ((log_bytes - off) as usize).min(image.len());
+        self.dev
+            .write_at(&image[..first], base + off, true)
+            .map_err(io)?;
+        if first < image.len() {
+            self.dev.write_at(&image[first..], base, true).map_err(io)?;
+        }
+        self.stats.inc(Stat::LogWrites);
+        self.stats.add(Stat::LogBlocks, (image.len() / 512) as u32);
+        Ok(())
+    }
+
+    /// The iclog `c` is written: its checkpoints are stable. Insert their items into the
+    /// AIL at each checkpoint's start and wake whoever waits for those sequences.
+    fn run_callbacks(&self, w: &mut crate::fs::lockcheck::OrderedGuard<'_, Ring>, c: usize) {
+        w.icl[c].state = IclogState::Callback;
+        self.trace_iclog("callbacks_start", &w.icl[c]);
+        let cbs = std::mem::take(&mut w.icl[c].callbacks);
+        for cp in cbs {
+            self.trace_iclog("callback", &w.icl[c]);
+            {
+                let mut ail = self.ail.lock();
+                for (obj, keep) in cp.items {
+                    ail.insert(self, obj, cp.start, keep);
+                }
+            }
+            w.in_flight.remove(&cp.start);
+            self.stable.fetch_max(cp.seq, Ordering::AcqRel);
+        }
+        self.trace_iclog("callbacks_done", &w.icl[c]);
+        let head = Self::head_at(w);
+        let first = w.in_flight.iter().next().copied();
+        self.set_tail(first, head);
+    }
+
+    /// Where the head is: the current iclog's start when it holds data, else where the next
+    /// record will go.
+    fn head_at(w: &Ring) -> u64 {
+        let ic = &w.icl[w.curr];
+        if ic.state == IclogState::Active && !ic.data.is_empty() {
+            ic.at
+        } else {
+            w.next_at
+        }
+    }
+
+    /// The tail is the oldest of: the AIL's first item, the oldest checkpoint written but not
+    /// complete, the head. Moves forward only.
+    fn set_tail(&self, in_flight: Option<u64>, head: u64) {
+        let min = self.ail.lock().min_abs();
+        let tail = [in_flight, min, Some(head)]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(head);
+        self.tail_abs.fetch_max(tail, Ordering::AcqRel);
+    }
+
+    /// Recompute the tail (with the ring lock not held).
+    fn refresh_tail(&self) {
+        let (in_flight, head) = {
+            let w = self.ring.lock();
+            (w.in_flight.iter().next().copied(), Self::head_at(&w))
+        };
+        self.set_tail(in_flight, head);
+    }
+
+    fn trace_iclog(&self, what: &str, ic: &Iclog) {
+        let flags = if ic.state == IclogState::WantSync || ic.state == IclogState::Syncing {
+            "XLOG_ICL_NEED_FLUSH|XLOG_ICL_NEED_FUA"
+        } else {
+            ""
+        };
+        let lsn = self.lsn(ic.at).0;
+        let off = ic.data.len() as u32;
+        let st = ic.state.name();
+        let ev = crate::trace::events::xlog_iclog_sync;
+        let f: fn(Dev, &'static str, i32, u32, u64, &'static str, &'static str) = match what {
+            "activate" => crate::trace::events::xlog_iclog_activate,
+            "callback" => crate::trace::events::xlog_iclog_callback,
+            "callbacks_start" => crate::trace::events::xlog_iclog_callbacks_start,
+            "callbacks_done" => crate::trace::events::xlog_iclog_callbacks_done,
+            "force" => crate::trace::events::xlog_iclog_force,
+            "force_lsn" => crate::trace::events::xlog_iclog_force_lsn,
+            "get_space" => crate::trace::events::xlog_iclog_get_space,
+            "release" => crate::trace::events::xlog_iclog_release,
+            "switch" => crate::trace::events::xlog_iclog_switch,
+            "syncing" => crate::trace::events::xlog_iclog_syncing,
+            "sync_done" => crate::trace::events::xlog_iclog_sync_done,
+            "wait_on" => crate::trace::events::xlog_iclog_wait_on,
+            "write" => crate::trace::events::xlog_iclog_write,
+            _ => ev,
+        };
+        f(self.dev_id, st, 0, off, lsn, flags, "xlog_state");
+    }
+
+    // ---- forces ----
+
+    /// Write the current iclog if it holds anything (or, with `upto`, only if it holds the
+    /// commit record of a checkpoint up to that sequence). A force by sequence that finds
+    /// the previous iclog still being written sleeps for it first, so more commits can join
+    /// the current one (`force_sleep`, XFS's -EAGAIN retry in `xfs_log_force_seq`).
+    /// Returns whether it wrote.
+    fn force_current(&self, upto: Option<u64>) -> FsResult<bool> {
+        let mut w = self.ring.lock();
+        loop {
+            self.check_ok()?;
+            let c = w.curr;
+            self.trace_iclog(
+                if upto.is_some() { "force_lsn" } else { "force" },
+                &w.icl[c],
+            );
+            let ic = &w.icl[c];
+            if ic.state != IclogState::Active || ic.data.is_empty() {
+                return Ok(false);
+            }
+            if let Some(seq) = upto
+                && !ic.callbacks.iter().any(|cp| cp.seq <= seq)
+            {
+                return Ok(false);
+            }
+            if upto.is_some() && w.written < w.switched {
+                self.stats.inc(Stat::LogForceSleep);
+                let target = w.switched;
+                while w.written < target {
+                    self.check_ok()?;
+                    w.wait(&self.ring_cv);
+                }
+                continue;
+            }
+            self.switch_and_write(&mut w)?;
+            return Ok(true);
+        }
+    }
+
+    /// Wait until checkpoint `seq` is stable, once its commit record is in an iclog that
+    /// someone else is writing.
+    fn wait_stable(&self, seq: u64) -> FsResult<()> {
+        let mut w = self.ring.lock();
+        while self.stable_seq() < seq {
+            self.check_ok()?;
+            if w.written >= w.switched {
+                // Nothing in flight: the caller must write.
+                return Ok(());
+            }
+            w.wait(&self.ring_cv);
+        }
+        Ok(())
+    }
+
+    /// Force the log up to checkpoint `seq` and wait for it to be stable (XFS's
+    /// `xfs_log_force_seq` with `XFS_LOG_SYNC`). Returns whether this call wrote to the log.
+    pub fn force_seq(&self, seq: u64, caller: &'static str) -> FsResult<bool> {
+        self.stats.inc(Stat::LogForce);
+        crate::trace::events::xfs_log_force(self.dev_id, seq, caller);
+        self.check_ok()?;
+        let mut wrote = false;
+        if self.stable_seq() >= seq {
+            return Ok(false);
+        }
+        if self.pushed.load(Ordering::Acquire) < seq {
+            self.push_cil()?;
+        }
+        while self.stable_seq() < seq {
+            wrote |= self.force_current(Some(seq))?;
+            if self.stable_seq() < seq {
+                let before = self.stats_switches();
+                self.wait_stable(seq)?;
+                if self.stable_seq() < seq && self.stats_switches() == before {
+                    // Not in flight and not in the current iclog: it was pushed into an
+                    // iclog that filled up and is queued; give the writers a turn.
+                    std::thread::yield_now();
+                }
+            }
+        }
+        Ok(wrote)
+    }
+
+    fn stats_switches(&self) -> u64 {
+        self.ring.lock().switched
+    }
+
+    /// Force everything committed so far to the log and wait (XFS's `xfs_log_force` with
+    /// `XFS_LOG_SYNC`: sync, syncfs, unmount).
+    pub fn force_all(&self, caller: &'static str) -> FsResult<()> {
+        self.stats.inc(Stat::LogForce);
+        crate::trace::events::xfs_log_force(self.dev_id, 0, caller);
+        self.check_ok()?;
+        self.push_cil()?;
+        let seq = self.pushed.load(Ordering::Acquire);
+        while self.stable_seq() < seq {
+            self.force_current(None)?;
+            self.wait_stable(seq)?;
+        }
+        Ok(())
+    }
+
+    /// Start writing whatever the current iclog holds without waiting for the rest (the
+    /// background push, XFS's async `xfs_log_force(mp, 0)`).
+    pub fn force_background(&self) -> FsResult<()> {
+        self.force_current(None).map(drop)
+    }
+
+    /// Write the unmount record (the log is clean: nothing in it needs replay) and wait.
+    pub fn write_unmount_record(&self) -> FsResult<()> {
+        let _push = self.push.lock();
+        let mut w = self.ring.lock();
+        self.write_op(&mut w, 0, CLIENT_LOG, OP_UNMOUNT, &item::unmount_data())?;
+        self.set_head(&w);
+        self.switch_and_write(&mut w)
+    }
+
+    /// Where the next record would go (absolute block), once everything is written.
+    pub fn next_abs(&self) -> u64 {
+        let w = self.ring.lock();
+        w.icl[w.curr].at.max(w.next_at)
+    }
+}
