@@ -51,6 +51,7 @@
 //! - [`bmap`], [`bmbt`]: file block maps (in-core extent lists and their on-disk tree).
 //! - [`inode`], [`icache`]: in-core inodes and their cache.
 //! - [`lockcheck`]: the lock order as a type, checked at every wait.
+//! - [`log`]: the metadata journal's on-disk records and the recovery scan for their window.
 //! - [`dir`]: directories (shortform, block, leaf, node).
 //! - [`data`]: page cache, delayed allocation, write-back, fsync.
 //! - [`check`]: fsck, the test oracle.
@@ -80,6 +81,7 @@ pub mod ialloc;
 pub mod icache;
 pub mod inode;
 pub mod lockcheck;
+pub mod log;
 pub mod mkfs;
 pub mod mount;
 pub mod namei;
