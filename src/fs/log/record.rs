@@ -384,7 +384,11 @@ pub fn encode_record(cksum: &Cksum, hdr: &RecordHeader, payload: &[u8], log_bb: 
         let (sector, off) = saved_word_at(i);
         let word: [u8; 4] = image[block..block + 4].try_into().expect("4 bytes");
         image[sector * BB + off..sector * BB + off + 4].copy_from_slice(&word);
-        put_u32(&mut image[block..], 0, stamp_for(hdr.lsn, heads + i, log_bb));
+        put_u32(
+            &mut image[block..],
+            0,
+            stamp_for(hdr.lsn, heads + i, log_bb),
+        );
     }
 
     let (first, rest) = image.split_at_mut(HEADER_SIZE);
