@@ -39,11 +39,11 @@ pub const MAX_LOGBSIZE: u32 = 262144;
 /// A basic block: the unit of LSN blocks and of cycle stamping.
 pub const BB: usize = 512;
 
-/// The crc32c tracepoint sites of the three pieces of a record's CRC.
+/// The crc32c tracepoint site of a record header (csumhist's "log record header").
 pub const SITE_HEADER: &str = "log_rec_header";
-/// See [`SITE_HEADER`].
+/// The crc32c tracepoint site of an extended header.
 pub const SITE_EXT_HEADER: &str = "log_ext_header";
-/// See [`SITE_HEADER`].
+/// The crc32c tracepoint site of a record's payload.
 pub const SITE_PAYLOAD: &str = "log_payload";
 
 const OFF_MAGIC: usize = 0;
@@ -469,7 +469,7 @@ pub fn check_header(
             log_bb,
         });
     }
-    let why = if hdr.len as usize % BB != 0 {
+    let why = if !(hdr.len as usize).is_multiple_of(BB) {
         Some("not a multiple of 512")
     } else if hdr.len > MAX_LOGBSIZE {
         Some("larger than the largest iclog")

@@ -196,7 +196,7 @@ pub fn find_window(
     uuid: &[u8; 16],
     logbufs: u32,
 ) -> Result<LogWindow, ScanError> {
-    if log.is_empty() || log.len() % BB != 0 || log.len() / BB > u32::MAX as usize {
+    if log.is_empty() || !log.len().is_multiple_of(BB) || log.len() / BB > u32::MAX as usize {
         return Err(ScanError::Region { len: log.len() });
     }
     let log_bb = (log.len() / BB) as u32;
