@@ -51,6 +51,7 @@
 //! - [`bmap`], [`bmbt`]: file block maps (in-core extent lists and their on-disk tree).
 //! - [`inode`], [`icache`]: in-core inodes and their cache.
 //! - [`lockcheck`]: the lock order as a type, checked at every wait.
+//! - [`log`]: the metadata journal: CIL, iclogs, log forces, the AIL and xfsaild, records, recovery.
 //! - [`dir`]: directories (shortform, block, leaf, node).
 //! - [`data`]: page cache, delayed allocation, write-back, fsync.
 //! - [`check`]: fsck, the test oracle.
