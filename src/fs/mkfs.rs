@@ -15,7 +15,7 @@ use crate::fs::btree::store::BufId;
 use crate::fs::btree::{self, BtreeSpec, Cursor};
 use crate::fs::dev::BlockDev;
 use crate::fs::dev::spec::MIN_LABFS_SIZE;
-use crate::fs::error::{FsError, FsResult};
+use crate::fs::error::{FsError, FsResult, SbProblem};
 use crate::fs::format::ag::{
     AGF_SECTOR, AGFL_SECTOR, AGI_SECTOR, Agf, Agi, BNO_ROOT_BLOCK, CNT_ROOT_BLOCK, FINO_ROOT_BLOCK,
     FIRST_FREE_BLOCK, INO_ROOT_BLOCK, NULL_AGBLOCK, SB_SECTOR, agfl_init, agfl_set,
@@ -357,10 +357,10 @@ pub fn mount_formatted(
     // A device that is not blank is only ever mounted: if it holds no labfs, say that it was
     // left alone, and why, rather than formatting over someone's data.
     Fs::mount(dev, opts.mount.clone()).map_err(|e| match (nonzero, e) {
-        (Some(found), FsError::BadSuperblock(why)) => FsError::BadSuperblock(format!(
-            "the device is not blank: {found}; it was left alone (format it explicitly, \
-             --mkfs, if its data may go; reading it as labfs said: {why})"
-        )),
+        (Some(found), FsError::BadSuperblock(why)) => FsError::BadSuperblock(SbProblem::NotBlank {
+            found,
+            why: Box::new(why),
+        }),
         (_, e) => e,
     })
 }
