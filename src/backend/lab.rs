@@ -30,7 +30,8 @@ impl From<FsError> for TargetError {
             // Plain errno errors need no words; typed corruption and I/O errors keep theirs.
             FsError::Crc { .. }
             | FsError::Corrupt { .. }
-            | FsError::Io(_)
+            | FsError::Io { .. }
+            | FsError::ShutDownBeforeUnmount { .. }
             | FsError::BadSuperblock(_)
             | FsError::Invalid(_) => TargetError::with_detail(errno, e.to_string()),
             _ => TargetError::errno(errno),

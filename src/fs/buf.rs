@@ -27,10 +27,11 @@ use parking_lot::{Mutex, RawMutex, lock_api::ArcMutexGuard};
 
 use crate::fs::cksum::Cksum;
 use crate::fs::dev::BlockDev;
-use crate::fs::error::{FsError, FsResult};
+use crate::fs::error::{FsError, FsResult, IoOp, ShutdownReason};
 use crate::fs::format::endian::{get_u16, get_u32};
 use crate::fs::format::{BB_PER_BLOCK, BlockKind, Daddr, INODE_SIZE, Magic};
 use crate::fs::lockcheck::{self, Held, LockClass, LockId, OrderedMutex};
+use crate::fs::shutdown::ShutdownState;
 use crate::fs::stats::{MountStats, Stat};
 
 /// A cached buffer and its lock.
@@ -169,6 +170,8 @@ pub struct BufCache {
     /// The log's stable checkpoint sequence: a buffer pinned by a later one is never
     /// written home (write-ahead logging).
     stable: Arc<AtomicU64>,
+    /// The mount's shutdown state, shared with its `Fs`: a failed write-home sets it.
+    shutdown: Arc<ShutdownState>,
 }
 
 impl std::fmt::Debug for BufCache {
@@ -205,7 +208,13 @@ impl BufCache {
             limit_bytes,
             ag_sectors: (u64::from(agblocks) * BB_PER_BLOCK).max(1),
             stable: Arc::new(AtomicU64::new(0)),
+            shutdown: Arc::new(ShutdownState::new()),
         }
+    }
+
+    /// The shutdown state this cache sets when a write-home fails (the `Fs` shares it).
+    pub fn shutdown_state(&self) -> &Arc<ShutdownState> {
+        &self.shutdown
     }
 
     /// The cell holding the log's stable checkpoint sequence (shared with the log).
@@ -372,9 +381,9 @@ impl BufCache {
                 GetMode::Read => {
                     self.stats.inc(Stat::BufMissLocked);
                     self.stats.inc(Stat::BufGetRead);
-                    self.dev.read_at(&mut g.bytes, daddr.bytes()).map_err(|e| {
-                        FsError::Io(format!("reading {kind} at daddr {daddr}: {e}"))
-                    })?;
+                    self.dev
+                        .read_at(&mut g.bytes, daddr.bytes())
+                        .map_err(|e| FsError::io(IoOp::ReadMeta(kind), Some(daddr.0), e))?;
                     self.verify(kind, daddr, &g.bytes)?;
                 }
                 GetMode::New => g.bytes.fill(0),
@@ -408,12 +417,7 @@ impl BufCache {
                 continue;
             }
             if let Err(m) = self.cksum.verify(kind, chunk) {
-                return Err(FsError::Crc {
-                    kind,
-                    daddr: at.0,
-                    expected: m.expected,
-                    found: m.found,
-                });
+                return Err(FsError::crc(kind, at.0, m));
             }
             let ok = match kind.magic() {
                 Magic::U32(v) => get_u32(chunk, 0) == v,
@@ -480,38 +484,46 @@ impl BufCache {
             }
         }
         debug_assert!(kind != BlockKind::Inode || g.bytes.len().is_multiple_of(INODE_SIZE));
-        self.dev
-            .write_at(&g.bytes, g.daddr.bytes(), false)
-            .map_err(|e| FsError::Io(format!("writing {kind} at daddr {}: {e}", g.daddr)))?;
+        if let Err(source) = self.dev.write_at(&g.bytes, g.daddr.bytes(), false) {
+            // Metadata that cannot go home cannot be made durable: shut down, so that no
+            // later operation builds on it and nothing more is written (xfs_force_shutdown
+            // on a failed metadata write).
+            let e = FsError::io(IoOp::WriteHome(kind), Some(g.daddr.0), source);
+            self.shutdown
+                .shut_down(ShutdownReason::MetadataIo(Box::new(e.clone())));
+            return Err(e);
+        }
         g.dirty = false;
         g.log_map = 0;
         Ok(())
     }
 
     /// Write every dirty buffer home, in address order. Does not flush the device.
-    /// Returns how many buffers were written.
+    /// Returns how many buffers were written. The first failure shuts the filesystem down
+    /// and stops the pass; after a shutdown nothing is written.
     pub fn flush_all(&self) -> FsResult<usize> {
-        let list = std::mem::take(&mut *self.dirty.lock());
+        self.shutdown.check_live()?;
+        let mut list = std::mem::take(&mut *self.dirty.lock()).into_iter();
         let mut written = 0;
-        let mut first_err = None;
-        for (daddr, (kind, b)) in list {
+        while let Some((daddr, (kind, b))) = list.next() {
             let (mut g, _) = self.lock_buf(&b, kind, Daddr(daddr));
             if !g.dirty || g.pin_seq > self.stable.load(Ordering::Acquire) {
                 continue;
             }
-            match self.write_home(&mut g) {
-                Ok(()) => written += 1,
-                Err(e) => {
-                    // Keep it dirty and listed, so a later flush retries it.
-                    self.dirty.lock().insert(daddr, (kind, Arc::clone(&b)));
-                    first_err.get_or_insert(e);
+            if let Err(e) = self.write_home(&mut g) {
+                // The image keeps what was already written and no more. This buffer and
+                // the rest stay dirty and listed: none of them pretends to be home. (A
+                // buffer dirtied again meanwhile is listed already; keep that entry.)
+                drop(g);
+                let mut dirty = self.dirty.lock();
+                for (d, entry) in std::iter::once((daddr, (kind, b))).chain(list) {
+                    dirty.entry(d).or_insert(entry);
                 }
+                return Err(e);
             }
+            written += 1;
         }
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(written),
-        }
+        Ok(written)
     }
 
     /// Buffers waiting to be written home.

@@ -15,7 +15,7 @@ use crate::fs::btree::store::BufId;
 use crate::fs::btree::{self, BtreeSpec, Cursor};
 use crate::fs::dev::BlockDev;
 use crate::fs::dev::spec::MIN_LABFS_SIZE;
-use crate::fs::error::{FsError, FsResult};
+use crate::fs::error::{FsError, FsResult, SbProblem};
 use crate::fs::format::ag::{
     AGF_SECTOR, AGFL_SECTOR, AGI_SECTOR, Agf, Agi, BNO_ROOT_BLOCK, CNT_ROOT_BLOCK, FINO_ROOT_BLOCK,
     FIRST_FREE_BLOCK, INO_ROOT_BLOCK, NULL_AGBLOCK, SB_SECTOR, agfl_init, agfl_set,
@@ -364,10 +364,10 @@ pub fn mount_formatted(
     // A device that is not blank is only ever mounted: if it holds no labfs, say that it was
     // left alone, and why, rather than formatting over someone's data.
     Fs::mount(dev, opts.mount.clone()).map_err(|e| match (nonzero, e) {
-        (Some(found), FsError::BadSuperblock(why)) => FsError::BadSuperblock(format!(
-            "the device is not blank: {found}; it was left alone (format it explicitly, \
-             --mkfs, if its data may go; reading it as labfs said: {why})"
-        )),
+        (Some(found), FsError::BadSuperblock(why)) => FsError::BadSuperblock(SbProblem::NotBlank {
+            found,
+            why: Box::new(why),
+        }),
         (_, e) => e,
     })
 }
@@ -413,5 +413,139 @@ mod tests {
         // Left to mkfs, both are fitted to the device.
         let g = plan(2 << 20, &Options::default()).unwrap();
         assert_eq!(g.agcount, 2);
+    }
+
+    /// Why a device does not mount, as the superblock reason the mount returns.
+    mod superblock_reasons {
+        use super::*;
+        use crate::fs::cksum::Cksum;
+        use crate::fs::dev::MemDev;
+        use crate::fs::dev::signature::NotBlank;
+        use crate::fs::format::endian::put_u16;
+
+        const SIZE: u64 = 16 << 20;
+
+        fn made() -> Arc<dyn BlockDev> {
+            let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(SIZE).unwrap());
+            mkfs(Arc::clone(&dev), &Options::default()).unwrap();
+            dev
+        }
+
+        fn mount(dev: Arc<dyn BlockDev>) -> FsError {
+            Fs::mount(dev, Options::default().mount).unwrap_err()
+        }
+
+        /// Change the primary superblock with `edit`, then give it a good CRC again (so
+        /// the mount gets past the CRC to the field being tested).
+        fn edit_sb(dev: &dyn BlockDev, edit: impl FnOnce(&mut [u8])) {
+            let mut b = vec![0u8; BBSIZE];
+            dev.read_at(&mut b, 0).unwrap();
+            edit(&mut b);
+            Cksum::default().update(BlockKind::Superblock, &mut b);
+            dev.write_at(&b, 0, false).unwrap();
+        }
+
+        #[test]
+        fn a_blank_device_is_blank() {
+            let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(SIZE).unwrap());
+            assert_eq!(
+                mount_formatted(Arc::clone(&dev), &Options::default(), Format::Never).err(),
+                Some(FsError::BadSuperblock(SbProblem::Blank))
+            );
+            assert_eq!(mount(dev), FsError::BadSuperblock(SbProblem::Blank));
+        }
+
+        #[test]
+        fn a_foreign_magic_is_bad_magic() {
+            let dev = made();
+            edit_sb(dev.as_ref(), |b| b[0..4].copy_from_slice(b"EXT4"));
+            assert_eq!(
+                mount(dev),
+                FsError::BadSuperblock(SbProblem::BadMagic {
+                    found: u32::from_be_bytes(*b"EXT4")
+                })
+            );
+        }
+
+        #[test]
+        fn a_flipped_bit_is_a_superblock_crc_error() {
+            let dev = made();
+            let mut b = vec![0u8; BBSIZE];
+            dev.read_at(&mut b, 0).unwrap();
+            b[60] ^= 0x04;
+            dev.write_at(&b, 0, false).unwrap();
+            assert!(
+                matches!(
+                    mount(dev),
+                    FsError::Crc {
+                        kind: BlockKind::Superblock,
+                        daddr: 0,
+                        ..
+                    }
+                ),
+                "a flipped bit in the superblock"
+            );
+        }
+
+        #[test]
+        fn a_newer_version_is_unsupported() {
+            let dev = made();
+            edit_sb(dev.as_ref(), |b| put_u16(b, 100, 9));
+            assert_eq!(
+                mount(dev),
+                FsError::BadSuperblock(SbProblem::UnsupportedVersion { version: 9 })
+            );
+        }
+
+        #[test]
+        fn a_filesystem_larger_than_its_device_does_not_fit() {
+            let dev = made();
+            // The first half of the image on a device half the size (a truncated copy).
+            let half: Arc<dyn BlockDev> = Arc::new(MemDev::new(SIZE / 2).unwrap());
+            let mut b = vec![0u8; (SIZE / 2) as usize];
+            dev.read_at(&mut b, 0).unwrap();
+            half.write_at(&b, 0, false).unwrap();
+            assert_eq!(
+                mount(half),
+                FsError::BadSuperblock(SbProblem::DoesNotFit {
+                    dblocks: SIZE / BLOCK_SIZE as u64,
+                    dev_bytes: SIZE / 2,
+                })
+            );
+        }
+
+        #[test]
+        fn an_unfinished_mkfs_is_named() {
+            let dev = made();
+            edit_sb(dev.as_ref(), |b| b[126] = 1);
+            assert_eq!(
+                mount(dev),
+                FsError::BadSuperblock(SbProblem::MkfsUnfinished)
+            );
+        }
+
+        #[test]
+        fn a_device_that_is_not_blank_is_left_alone_with_both_reasons() {
+            let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(SIZE).unwrap());
+            let mut b = vec![0u8; BBSIZE];
+            b[0] = 1;
+            dev.write_at(&b, 70_144, false).unwrap();
+            let err = mount_formatted(Arc::clone(&dev), &Options::default(), Format::IfBlank)
+                .unwrap_err();
+            assert_eq!(
+                err,
+                FsError::BadSuperblock(SbProblem::NotBlank {
+                    found: NotBlank {
+                        first_nonzero: 70_144,
+                        signature: None
+                    },
+                    why: Box::new(SbProblem::Blank),
+                })
+            );
+            // Nothing was written: sector 0 is still zero.
+            let mut s0 = vec![1u8; BBSIZE];
+            dev.read_at(&mut s0, 0).unwrap();
+            assert!(s0.iter().all(|&x| x == 0));
+        }
     }
 }

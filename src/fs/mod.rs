@@ -86,6 +86,7 @@ pub mod mkfs;
 pub mod mount;
 pub mod namei;
 pub mod options;
+pub mod shutdown;
 pub mod stats;
 pub mod symlink;
 #[cfg(test)]

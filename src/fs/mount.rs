@@ -13,7 +13,7 @@ use crate::fs::cksum::Cksum;
 use crate::fs::dcache::Dcache;
 use crate::fs::dev::BlockDev;
 use crate::fs::dev::signature::{self, BLANK_PROBE_BYTES, NotBlank};
-use crate::fs::error::{FsError, FsResult};
+use crate::fs::error::{FsError, FsResult, IoOp, SbProblem, ShutdownReason};
 use crate::fs::format::ag::{AGF_SECTOR, AGI_SECTOR, Agf, Agi};
 use crate::fs::format::dinode::{self, DinodeCore};
 use crate::fs::format::sb::Superblock;
@@ -26,6 +26,7 @@ use crate::fs::inode::{DataFork, Inode, InodeCore, InodeWrite, iflags};
 use crate::fs::lockcheck::{LockClass, LockId, OrderedMutex};
 use crate::fs::log::{Log, LogGeometry, recover};
 use crate::fs::options::MountOptions;
+use crate::fs::shutdown::ShutdownState;
 use crate::fs::stats::{MountStats, Stat};
 use crate::fs::vfs::FsStat;
 use crate::trace::Dev;
@@ -93,9 +94,9 @@ pub struct Fs {
     pub(crate) cached_pages: AtomicU64,
     /// Serialises cross-directory renames.
     pub(crate) rename_lock: OrderedMutex<()>,
-    shut_down: AtomicBool,
+    /// Shared with `bufs`, whose failed write-homes set it.
+    shutdown: Arc<ShutdownState>,
     unmounted: AtomicBool,
-    shutdown_reason: OrderedMutex<Option<String>>,
     fname: [u8; 12],
 }
 
@@ -112,19 +113,12 @@ impl std::fmt::Debug for Fs {
 pub fn read_superblock(dev: &dyn BlockDev, cksum: Cksum) -> FsResult<Superblock> {
     let mut b = vec![0u8; BBSIZE];
     dev.read_at(&mut b, 0)
-        .map_err(|e| FsError::Io(format!("reading the superblock: {e}")))?;
+        .map_err(|e| FsError::io(IoOp::ReadSuperblock, Some(0), e))?;
     if dinode_is_blank(&b) {
-        return Err(FsError::BadSuperblock(
-            "the device is blank (no superblock)".into(),
-        ));
+        return Err(FsError::BadSuperblock(SbProblem::Blank));
     }
     if let Err(m) = cksum.verify(BlockKind::Superblock, &b) {
-        return Err(FsError::Crc {
-            kind: BlockKind::Superblock,
-            daddr: 0,
-            expected: m.expected,
-            found: m.found,
-        });
+        return Err(FsError::crc(BlockKind::Superblock, 0, m));
     }
     Superblock::decode(&b, Daddr(0))
 }
@@ -139,7 +133,7 @@ pub fn probe_blank(dev: &dyn BlockDev) -> FsResult<Option<NotBlank>> {
     let len = (dev.size() as usize).min(BLANK_PROBE_BYTES);
     let mut b = vec![0u8; len];
     dev.read_at(&mut b, 0)
-        .map_err(|e| FsError::Io(format!("reading the device's first {len} bytes: {e}")))?;
+        .map_err(|e| FsError::io(IoOp::ProbeBlank, Some(0), e))?;
     Ok(signature::probe(&b))
 }
 
@@ -152,17 +146,14 @@ impl Fs {
         };
         let sb = read_superblock(dev.as_ref(), cksum)?;
         if sb.inprogress {
-            return Err(FsError::BadSuperblock(
-                "mkfs did not finish on this image".into(),
-            ));
+            return Err(FsError::BadSuperblock(SbProblem::MkfsUnfinished));
         }
         let geo = Geometry::from_sb(&sb);
         if geo.sectors() * BBSIZE as u64 > dev.size() {
-            return Err(FsError::BadSuperblock(format!(
-                "filesystem of {} blocks does not fit the {}-byte device",
-                geo.dblocks,
-                dev.size()
-            )));
+            return Err(FsError::BadSuperblock(SbProblem::DoesNotFit {
+                dblocks: geo.dblocks,
+                dev_bytes: dev.size(),
+            }));
         }
         Fs::mount_log(dev, opts, &sb, geo)
     }
@@ -233,7 +224,9 @@ impl Fs {
             },
             log_next,
             bufs.stable_cell(),
+            Arc::clone(bufs.shutdown_state()),
         );
+        let shutdown = Arc::clone(bufs.shutdown_state());
         Fs {
             geo,
             uuid: sb.uuid,
@@ -256,9 +249,8 @@ impl Fs {
             dirty_data_pages: AtomicU64::new(0),
             cached_pages: AtomicU64::new(0),
             rename_lock: OrderedMutex::new(LockId::new(LockClass::RenameSerial, 0), ()),
-            shut_down: AtomicBool::new(false),
+            shutdown,
             unmounted: AtomicBool::new(false),
-            shutdown_reason: OrderedMutex::new(LIST, None),
             fname: sb.fname,
         }
     }
@@ -310,25 +302,19 @@ impl Fs {
 
     /// Fail if the filesystem has shut down.
     pub fn check_live(&self) -> FsResult<()> {
-        if self.shut_down.load(Ordering::Acquire) {
-            Err(FsError::Shutdown)
-        } else {
-            Ok(())
-        }
+        self.shutdown.check_live()
     }
 
     /// Stop writing anything home: after an unrecoverable error, metadata on disk stays as
-    /// it was rather than receive half an operation.
-    pub fn shutdown(&self, reason: &str) {
-        if !self.shut_down.swap(true, Ordering::AcqRel) {
-            *self.shutdown_reason.lock() = Some(reason.to_string());
-        }
+    /// it was rather than receive half an operation. The first reason is kept.
+    pub fn shutdown(&self, reason: impl Into<ShutdownReason>) {
+        self.shutdown.shut_down(reason.into());
         self.log.fail();
     }
 
     /// Why the filesystem shut down, if it did.
-    pub fn shutdown_reason(&self) -> Option<String> {
-        self.shutdown_reason.lock().clone()
+    pub fn shutdown_reason(&self) -> Option<ShutdownReason> {
+        self.shutdown.reason().cloned()
     }
 
     /// Get an inode by number: from the cache, or read from its cluster block.
@@ -368,12 +354,7 @@ impl Fs {
         let raw = &g.bytes()[off..off + crate::fs::format::INODE_SIZE];
         let at = Daddr(daddr.0 + (off / BBSIZE) as u64);
         if let Err(m) = self.bufs.cksum().verify(BlockKind::Inode, raw) {
-            return Err(FsError::Crc {
-                kind: BlockKind::Inode,
-                daddr: at.0,
-                expected: m.expected,
-                found: m.found,
-            });
+            return Err(FsError::crc(BlockKind::Inode, at.0, m));
         }
         let di = dinode::decode_core(raw, ino, &self.uuid, at)?;
         let fork = crate::fs::bmap::decode_fork(self, &di, dinode::literal(raw), ino, at)?;
@@ -446,10 +427,12 @@ impl Fs {
         self.check_live()?;
         self.log.force_all("xfs_log_quiesce")?;
         self.ail_push_all_sync()?;
-        self.bufs
-            .dev()
-            .flush()
-            .map_err(|e| FsError::Io(format!("flushing the device: {e}")))?;
+        self.bufs.dev().flush().map_err(|source| {
+            // Writes that cannot be made durable must not be reported as such: shut down.
+            let e = FsError::io(IoOp::FlushDevice, None, source);
+            self.shutdown(ShutdownReason::MetadataIo(Box::new(e.clone())));
+            e
+        })?;
         self.log.write_unmount_record()
     }
 
@@ -468,13 +451,14 @@ impl Fs {
     /// Write everything back, record the summary counters in every superblock copy and flush.
     /// Idempotent; the filesystem must not be used afterwards.
     pub fn unmount(&self) -> FsResult<()> {
+        // Checked before the once-only guard: every unmount of a shut-down filesystem says
+        // so, including a second one after the first failed.
+        if let Some(reason) = self.shutdown_reason() {
+            self.unmounted.store(true, Ordering::Release);
+            return Err(FsError::ShutDownBeforeUnmount { reason });
+        }
         if self.unmounted.swap(true, Ordering::AcqRel) {
             return Ok(());
-        }
-        if let Some(reason) = self.shutdown_reason() {
-            return Err(FsError::Io(format!(
-                "the filesystem shut down earlier ({reason}); nothing more was written"
-            )));
         }
         self.sync()?;
         let sb = self.current_superblock();

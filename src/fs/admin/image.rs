@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::AdminError;
 use crate::fs::cksum::Cksum;
 use crate::fs::dev::{BlockDev, DevError, FileDev, IoReq, SECTOR_SIZE, check_io};
-use crate::fs::error::FsError;
+use crate::fs::error::{FsError, SbProblem};
 use crate::fs::format::endian::{get_u16, get_u32};
 use crate::fs::format::sb::{SB_MAGIC, SB_VERSION, Superblock};
 use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr};
@@ -90,12 +90,7 @@ impl Image {
         let b = self.read(daddr, kind.crc_len())?;
         Ok(match Cksum::default().verify(kind, &b) {
             Ok(()) => Ok(b),
-            Err(m) => Err(FsError::Crc {
-                kind,
-                daddr: daddr.0,
-                expected: m.expected,
-                found: m.found,
-            }),
+            Err(m) => Err(FsError::crc(kind, daddr.0, m)),
         })
     }
 
@@ -215,17 +210,10 @@ fn looks_like_a_superblock(b: &[u8]) -> bool {
 /// rather than a CRC mismatch, so a never-formatted image is named as such.
 fn verify_superblock(b: &[u8], daddr: Daddr) -> Result<Superblock, FsError> {
     if b.iter().all(|&x| x == 0) {
-        return Err(FsError::BadSuperblock(
-            "the device is blank (no superblock)".into(),
-        ));
+        return Err(FsError::BadSuperblock(SbProblem::Blank));
     }
     if let Err(m) = Cksum::default().verify(BlockKind::Superblock, b) {
-        return Err(FsError::Crc {
-            kind: BlockKind::Superblock,
-            daddr: daddr.0,
-            expected: m.expected,
-            found: m.found,
-        });
+        return Err(FsError::crc(BlockKind::Superblock, daddr.0, m));
     }
     Superblock::decode(b, daddr)
 }

@@ -262,7 +262,7 @@ pub fn check<S: BtreeSpec>(
         }
         let id = match st.read(kind, ptr) {
             Ok(id) => id,
-            Err(e @ (FsError::Crc { .. } | FsError::Corrupt { .. } | FsError::Io(_))) => {
+            Err(e @ (FsError::Crc { .. } | FsError::Corrupt { .. } | FsError::Io { .. })) => {
                 report(None, Problem::Unreadable(e));
                 continue;
             }

@@ -24,6 +24,7 @@ use std::collections::BTreeSet;
 
 use super::block::lsn_offset;
 use super::store::{BlockStore, BufId};
+use crate::fs::cksum::CrcMismatch;
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::{BB_PER_BLOCK, BLOCK_SIZE, BlockKind, Daddr, Magic, endian};
 
@@ -252,12 +253,7 @@ impl BlockStore for MemStore {
             let found = endian::get_crc(&slot.data, kind.crc_offset());
             let expected = block_crc(kind, &slot.data);
             if found != expected {
-                return Err(FsError::Crc {
-                    kind,
-                    daddr,
-                    expected,
-                    found,
-                });
+                return Err(FsError::crc(kind, daddr, CrcMismatch { expected, found }));
             }
         }
         Ok(self.hold(idx))

@@ -23,8 +23,8 @@ use std::sync::atomic::Ordering;
 use crate::fs::Fs;
 use crate::fs::alloc::{AllocReq, alloc_extent};
 use crate::fs::bmap::{self, MAX_EXTENT_LEN};
-use crate::fs::error::{FsError, FsResult};
-use crate::fs::format::{BLOCK_SHIFT, BLOCK_SIZE};
+use crate::fs::error::{FsError, FsResult, IoOp};
+use crate::fs::format::{BB_PER_BLOCK, BLOCK_SHIFT, BLOCK_SIZE};
 use crate::fs::inode::{DELALLOC, Extent, Inode, InodeRead, InodeWrite, iflags};
 use crate::fs::options::SyncWait;
 use crate::fs::stats::{Stat, Stat64};
@@ -97,7 +97,7 @@ fn read_block(fs: &Fs, fsblock: u64, out: &mut [u8]) -> FsResult<()> {
     fs.bufs
         .dev()
         .read_at(out, fsblock << BLOCK_SHIFT)
-        .map_err(|e| FsError::Io(format!("reading data block {fsblock}: {e}")))
+        .map_err(|e| FsError::io(IoOp::ReadData, Some(fsblock * BB_PER_BLOCK), e))
 }
 
 /// The inode's state as the writeback tracepoints print the VFS's `i_state` (the kernel's
@@ -435,7 +435,7 @@ impl Fs {
             self.bufs
                 .dev()
                 .write_at(&io, disk << BLOCK_SHIFT, false)
-                .map_err(|e| FsError::Io(format!("writing data blocks at {disk}: {e}")))?;
+                .map_err(|e| FsError::io(IoOp::WriteData, Some(disk * BB_PER_BLOCK), e))?;
             written += blocks.len();
         }
         {
@@ -522,7 +522,7 @@ impl Fs {
             self.bufs
                 .dev()
                 .flush()
-                .map_err(|e| FsError::Io(format!("flushing the device: {e}")))?;
+                .map_err(|e| FsError::io(crate::fs::error::IoOp::FlushDevice, None, e))?;
         }
         Ok(())
     }

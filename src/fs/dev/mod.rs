@@ -234,6 +234,20 @@ pub enum DevError {
     CrashPlan(String),
 }
 
+// `io::Error` is neither `PartialEq` nor `Clone` (hence the `Arc`), so equality is by the
+// message: it names the device, the request and the system's error text, which is all a
+// caller can observe of a device error. Comparing only the variant or the `io::ErrorKind`
+// would call failures of two different requests equal. This lets `FsError`, which carries a
+// `DevError`, keep deriving `PartialEq`/`Eq` for tests that compare whole errors.
+impl PartialEq for DevError {
+    fn eq(&self, other: &DevError) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+            && self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for DevError {}
+
 impl DevError {
     /// Wrap an operating-system error for `req` on `dev`.
     pub fn io(dev: String, req: IoReq, source: io::Error) -> DevError {

@@ -32,7 +32,7 @@ use crate::fs::trans::{InodeId, Trans};
 /// A read failure is a finding; anything else (shutdown) stops the check.
 fn finding(e: FsError) -> FsResult<String> {
     match e {
-        FsError::Crc { .. } | FsError::Corrupt { .. } | FsError::Io(_) => Ok(e.to_string()),
+        FsError::Crc { .. } | FsError::Corrupt { .. } | FsError::Io { .. } => Ok(e.to_string()),
         other => Err(other),
     }
 }

@@ -51,7 +51,7 @@
 //! | 248 | 16 | meta_uuid | (= uuid) |
 //! | 264.. | | zero | |
 
-use crate::fs::error::{FsError, FsResult};
+use crate::fs::error::{FsError, FsResult, SbProblem};
 use crate::fs::format::endian::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
 use crate::fs::format::{
     BBSHIFT, BBSIZE, BLOCK_SHIFT, BLOCK_SIZE, BlockKind, Daddr, INODE_SIZE, INODES_PER_BLOCK,
@@ -142,24 +142,24 @@ impl Superblock {
         }
         let magic = get_u32(b, 0);
         if magic != SB_MAGIC {
-            return Err(FsError::BadSuperblock(format!("bad magic {magic:#010x}")));
+            return Err(FsError::BadSuperblock(SbProblem::BadMagic { found: magic }));
         }
         let version = get_u16(b, 100);
         if version != SB_VERSION {
-            return Err(FsError::BadSuperblock(format!(
-                "unsupported version {version}"
-            )));
+            return Err(FsError::BadSuperblock(SbProblem::UnsupportedVersion {
+                version,
+            }));
         }
         let blocksize = get_u32(b, 4);
         if blocksize as usize != BLOCK_SIZE
             || get_u16(b, 102) as usize != BBSIZE
             || get_u16(b, 104) as usize != INODE_SIZE
         {
-            return Err(FsError::BadSuperblock(format!(
-                "unsupported geometry: block {blocksize}, sector {}, inode {}",
-                get_u16(b, 102),
-                get_u16(b, 104)
-            )));
+            return Err(FsError::BadSuperblock(SbProblem::UnsupportedGeometry {
+                block: blocksize,
+                sector: get_u16(b, 102),
+                inode: get_u16(b, 104),
+            }));
         }
         let mut uuid = [0u8; 16];
         uuid.copy_from_slice(&b[32..48]);
@@ -252,10 +252,10 @@ mod tests {
     #[test]
     fn rejects_foreign_and_inconsistent_images() {
         let mut b = vec![0u8; 512];
-        assert!(matches!(
+        assert_eq!(
             Superblock::decode(&b, Daddr(0)),
-            Err(FsError::BadSuperblock(_))
-        ));
+            Err(FsError::BadSuperblock(SbProblem::BadMagic { found: 0 }))
+        );
         let mut sb = sample();
         sb.agcount = 9;
         sb.encode(&mut b);

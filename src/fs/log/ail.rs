@@ -193,7 +193,7 @@ impl Fs {
                     );
                 }
                 Err(e) => {
-                    self.shutdown(&format!("writing metadata home failed: {e}"));
+                    self.shutdown(crate::fs::error::ShutdownReason::MetadataIo(Box::new(e)));
                     log.fail();
                     break;
                 }
@@ -370,7 +370,7 @@ pub fn spawn_aild(fs: &Arc<Fs>) -> crate::fs::error::FsResult<std::thread::JoinH
                 }
             }
         })
-        .map_err(|e| crate::fs::error::FsError::Io(format!("starting xfsaild: {e}")))?;
+        .map_err(|_| crate::fs::error::FsError::Invalid("could not start the xfsaild thread"))?;
     fs.log.set_aild(h.thread().clone());
     Ok(h)
 }

@@ -42,7 +42,7 @@ use parking_lot::Condvar;
 use crate::fs::buf::BufLock;
 use crate::fs::cksum::Cksum;
 use crate::fs::dev::BlockDev;
-use crate::fs::error::{FsError, FsResult};
+use crate::fs::error::{FsError, FsResult, IoOp, ShutdownReason};
 use crate::fs::inode::Inode;
 use crate::fs::lockcheck::{LockClass, LockId, OrderedMutex};
 use crate::fs::log::ail::Ail;
@@ -51,6 +51,7 @@ use crate::fs::log::item::{
     OP_WAS_CONT, OpHeader,
 };
 use crate::fs::log::record::{Lsn, RecordHeader};
+use crate::fs::shutdown::ShutdownState;
 use crate::fs::stats::{MountStats, Stat};
 use crate::trace::Dev;
 
@@ -234,8 +235,8 @@ pub struct Log {
     cil_bytes: AtomicU64,
     /// A background push was asked for (the CIL passed 1/8 of the log).
     pub(crate) want_push: AtomicBool,
-    /// The log failed: nothing more is written.
-    failed: AtomicBool,
+    /// The mount's shutdown state: a failed log write shuts the filesystem down.
+    shutdown: Arc<ShutdownState>,
     /// Bytes transactions logged beyond their reservation (a reservation too small).
     overrun: AtomicU64,
     /// Freed extents (first block, length, checkpoint) not yet known stable.
@@ -265,6 +266,7 @@ impl Log {
         geo: LogGeometry,
         next_at: u64,
         stable: Arc<AtomicU64>,
+        shutdown: Arc<ShutdownState>,
     ) -> Log {
         let hsize = record::header_sectors(geo.logbsize as usize) * record::HEADER_SIZE;
         let icl_payload = geo.logbsize as usize - hsize;
@@ -311,7 +313,7 @@ impl Log {
             tail_abs: AtomicU64::new(next_at),
             cil_bytes: AtomicU64::new(0),
             want_push: AtomicBool::new(false),
-            failed: AtomicBool::new(false),
+            shutdown,
             overrun: AtomicU64::new(0),
             busy: OrderedMutex::new(LockId::new(LockClass::List, 0), Vec::new()),
         }
@@ -393,18 +395,21 @@ impl Log {
     }
 
     fn check_ok(&self) -> FsResult<()> {
-        if self.failed.load(Ordering::Acquire) {
-            Err(FsError::Shutdown)
-        } else {
-            Ok(())
-        }
+        self.shutdown.check_live()
     }
 
-    /// Mark the log failed (a write or flush failed): every later force fails.
+    /// The filesystem shut down: wake every waiter, so each sees it and fails.
     pub fn fail(&self) {
-        self.failed.store(true, Ordering::Release);
         self.ring_cv.notify_all();
         self.space_cv.notify_all();
+    }
+
+    /// A log write or flush failed: shut the filesystem down (nothing later may claim to be
+    /// durable) and wake every waiter.
+    fn fail_with(&self, e: &FsError) {
+        self.shutdown
+            .shut_down(ShutdownReason::MetadataIo(Box::new(e.clone())));
+        self.fail();
     }
 
     // ---- log space (grant heads) ----
@@ -724,7 +729,7 @@ impl Log {
             }
             self.write_record(&data, ops, at, tail, prev)
         })
-        .inspect_err(|_| self.fail())?;
+        .inspect_err(|e| self.fail_with(e))?;
         let ic = &mut w.icl[c];
         ic.state = IclogState::DoneSync;
         self.trace_iclog("sync_done", &w.icl[c]);
@@ -760,10 +765,11 @@ impl Log {
         let log_bytes = u64::from(self.geo.log_bb) * 512;
         let off = u64::from(lsn.block()) * 512;
         let base = self.geo.start_daddr * 512;
-        let io = |e| FsError::Io(format!("writing the log record at {lsn}: {e}"));
+        let daddr = self.geo.start_daddr + u64::from(lsn.block());
+        let io = |e| FsError::io(IoOp::WriteLog, Some(daddr), e);
         self.dev
             .flush()
-            .map_err(|e| FsError::Io(format!("flushing before the log record at {lsn}: {e}")))?;
+            .map_err(|e| FsError::io(IoOp::FlushDevice, None, e))?;
         let first = ((log_bytes - off) as usize).min(image.len());
         self.dev
             .write_at(&image[..first], base + off, true)

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use crate::fs::cksum::Cksum;
 use crate::fs::dev::BlockDev;
-use crate::fs::error::{FsError, FsResult};
+use crate::fs::error::{FsError, FsResult, IoOp};
 use crate::fs::format::{BB_PER_BLOCK, BBSIZE, BLOCK_SIZE, BlockKind, INODE_SIZE};
 use crate::fs::geo::Geometry;
 use crate::fs::log::item::{
@@ -61,7 +61,7 @@ pub fn read_log(dev: &dyn BlockDev, geo: &Geometry) -> FsResult<Vec<u8>> {
     let len = u64::from(geo.logblocks) * BLOCK_SIZE as u64;
     let mut region = vec![0u8; len as usize];
     dev.read_at(&mut region, start * BBSIZE as u64)
-        .map_err(|e| FsError::Io(format!("reading the log: {e}")))?;
+        .map_err(|e| FsError::io(IoOp::ReadLog, Some(start), e))?;
     Ok(region)
 }
 
@@ -234,9 +234,8 @@ pub fn recover(
             }
             if !blocks.contains_key(&daddr) {
                 let mut b = vec![0u8; len];
-                dev.read_at(&mut b, daddr * BBSIZE as u64).map_err(|e| {
-                    FsError::Io(format!("reading daddr {daddr} to replay the log: {e}"))
-                })?;
+                dev.read_at(&mut b, daddr * BBSIZE as u64)
+                    .map_err(|e| FsError::io(IoOp::ReadMeta(kind), Some(daddr), e))?;
                 blocks.insert(daddr, (kind, b));
                 order.push(daddr);
             }
@@ -273,16 +272,14 @@ pub fn recover(
             }
         }
         dev.write_at(&b, daddr * BBSIZE as u64, false)
-            .map_err(|e| {
-                FsError::Io(format!("writing daddr {daddr} replayed from the log: {e}"))
-            })?;
+            .map_err(|e| FsError::io(IoOp::WriteReplayed, Some(daddr), e))?;
         rec.blocks += 1;
     }
     if !rec.clean {
         clear_stale(dev, log_daddr, log_bb, next_abs, abs(window.tail))?;
     }
     dev.flush()
-        .map_err(|e| FsError::Io(format!("flushing after log recovery: {e}")))?;
+        .map_err(|e| FsError::io(IoOp::FlushDevice, None, e))?;
     Ok(rec)
 }
 
@@ -308,7 +305,7 @@ fn clear_stale(
             (log_daddr + at) * BBSIZE as u64,
             false,
         )
-        .map_err(|e| FsError::Io(format!("clearing the log after its head: {e}")))?;
+        .map_err(|e| FsError::io(IoOp::WriteLog, Some(log_daddr + at), e))?;
         done += run;
     }
     Ok(())
