@@ -167,7 +167,8 @@ fn lock_agf(tp: &mut Trans, agno: u32, try_only: bool) -> FsResult<Option<AgfHan
     } else {
         tp.read_buf(daddr, BlockKind::Agf, BBSIZE)?
     };
-    let agf = Agf::decode(tp.buf(agf_buf), agno, &tp.fs().uuid, daddr)?;
+    let agf = Agf::decode(tp.buf(agf_buf), agno, &tp.fs().uuid, daddr)?
+        .check_length(geo.ag_len(agno), daddr)?;
     let fl_daddr = geo.ag_header_daddr(agno, AGFL_SECTOR);
     let agfl_buf = tp.read_buf(fl_daddr, BlockKind::Agfl, BBSIZE)?;
     crate::fs::format::ag::agfl_check(tp.buf(agfl_buf), agno, &tp.fs().uuid, fl_daddr)?;

@@ -88,7 +88,8 @@ fn lock_agi(tp: &mut Trans, agno: u32, try_only: bool) -> FsResult<Option<AgiHan
     } else {
         tp.read_buf(daddr, BlockKind::Agi, BBSIZE)?
     };
-    let agi = Agi::decode(tp.buf(buf), agno, &tp.fs().uuid, daddr)?;
+    let agi = Agi::decode(tp.buf(buf), agno, &tp.fs().uuid, daddr)?
+        .check_length(tp.fs().geo.ag_len(agno), daddr)?;
     Ok(Some(AgiHandle { agno, buf, agi }))
 }
 

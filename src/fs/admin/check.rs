@@ -154,8 +154,12 @@ fn check_headers(img: &Image, sb: &Superblock) -> Result<Vec<Finding>, AdminErro
         ] {
             let daddr = geo.ag_header_daddr(agno, sector);
             let decoded = img.verified(daddr, kind)?.and_then(|b| match kind {
-                BlockKind::Agf => Agf::decode(&b, agno, &sb.uuid, daddr).map(drop),
-                BlockKind::Agi => Agi::decode(&b, agno, &sb.uuid, daddr).map(drop),
+                BlockKind::Agf => Agf::decode(&b, agno, &sb.uuid, daddr)
+                    .and_then(|h| h.check_length(geo.ag_len(agno), daddr))
+                    .map(drop),
+                BlockKind::Agi => Agi::decode(&b, agno, &sb.uuid, daddr)
+                    .and_then(|h| h.check_length(geo.ag_len(agno), daddr))
+                    .map(drop),
                 _ => agfl_check(&b, agno, &sb.uuid, daddr),
             });
             if let Err(e) = decoded {

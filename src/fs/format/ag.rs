@@ -229,6 +229,13 @@ impl Agf {
         }
         Ok(agf)
     }
+
+    /// Refuse an AGF whose length is not `ag_len`, the geometry's: every bound above trusts
+    /// `length`, so a wrong one would let tree pointers reach into other AGs.
+    pub fn check_length(self, ag_len: u32, daddr: Daddr) -> FsResult<Agf> {
+        check_length(BlockKind::Agf, self.length, ag_len, daddr)?;
+        Ok(self)
+    }
 }
 
 /// The decoded AGI.
@@ -314,6 +321,23 @@ impl Agi {
         }
         Ok(agi)
     }
+
+    /// Refuse an AGI whose length is not `ag_len`, the geometry's (as [`Agf::check_length`]).
+    pub fn check_length(self, ag_len: u32, daddr: Daddr) -> FsResult<Agi> {
+        check_length(BlockKind::Agi, self.length, ag_len, daddr)?;
+        Ok(self)
+    }
+}
+
+fn check_length(kind: BlockKind, length: u32, ag_len: u32, daddr: Daddr) -> FsResult<()> {
+    if length == ag_len {
+        return Ok(());
+    }
+    Err(FsError::Corrupt {
+        kind,
+        daddr: daddr.0,
+        what: format!("length {length} but the AG has {ag_len} blocks"),
+    })
 }
 
 /// Write the AGFL header (magic, AG, UUID); slots are set with [`agfl_set`].
