@@ -276,6 +276,8 @@ impl Fs {
     /// Stop writing anything home: after an unrecoverable error, metadata on disk stays as
     /// it was rather than receive half an operation.
     pub fn shutdown(&self, reason: &str) {
+        // The cache's dirty-pressure relief writes home on its own; it must stop too.
+        self.bufs.stop_writing();
         if !self.shut_down.swap(true, Ordering::AcqRel) {
             *self.shutdown_reason.lock() = Some(reason.to_string());
         }
