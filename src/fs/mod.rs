@@ -44,7 +44,7 @@
 //! - [`error`]: the typed error every labfs operation returns.
 //! - [`cksum`]: the one place metadata CRCs are computed and verified.
 //! - [`dev`]: block devices (memory, file, stripe; latency model; fault shim).
-//! - [`buf`]: the metadata buffer cache.
+//! - [`buf`]: the metadata buffer cache; [`bufclock`]: the CLOCK ring it evicts with.
 //! - [`trans`]: metadata transactions; [`treestore`]: a B+tree's blocks inside one.
 //! - [`btree`]: the one generic B+tree.
 //! - [`alloc`], [`ialloc`]: free space and inode allocation.
@@ -68,6 +68,7 @@ pub mod bmap;
 pub mod bmbt;
 pub mod btree;
 pub mod buf;
+pub mod bufclock;
 pub mod check;
 pub mod cksum;
 pub mod data;

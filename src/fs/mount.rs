@@ -182,6 +182,10 @@ impl Fs {
         let fs = Arc::new(Fs::assemble(dev, opts, sb, geo, r.next_abs));
         fs.load_ag_summaries()?;
         *fs.aild.lock() = Some(crate::fs::log::ail::spawn_aild(&fs)?);
+        let weak = Arc::downgrade(&fs);
+        fs.bufs.set_relief_push(Box::new(move || {
+            weak.upgrade().map_or(0, |fs| fs.ail_push_pass(true).0)
+        }));
         Ok(fs)
     }
 
@@ -308,6 +312,8 @@ impl Fs {
     /// Stop writing anything home: after an unrecoverable error, metadata on disk stays as
     /// it was rather than receive half an operation. The first reason is kept.
     pub fn shutdown(&self, reason: impl Into<ShutdownReason>) {
+        // The cache's dirty-pressure relief writes home on its own; it must stop too.
+        self.bufs.stop_writing();
         self.shutdown.shut_down(reason.into());
         self.log.fail();
     }
