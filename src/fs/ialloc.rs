@@ -317,8 +317,9 @@ pub fn ialloc(tp: &mut Trans, parent: u64, is_dir: bool) -> FsResult<u64> {
 }
 
 /// Free inode `ino` (already unlinked and truncated): mark it free on disk and in the inode
-/// trees; free its chunk if that was the chunk's last used inode.
-pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<()> {
+/// trees; free its chunk if that was the chunk's last used inode. Returns the free slot's
+/// core for the caller to log as the inode's last state (`None` when the chunk went).
+pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<Option<DinodeCore>> {
     let geo = tp.fs().geo;
     let agno = geo.ino_agno(ino);
     let agino = geo.ino_agino(ino);
@@ -373,11 +374,22 @@ pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<()> {
         if let Some(id) = tp.find_inode(ino) {
             tp.inode(id).set_flag(crate::fs::inode::iflags::CHUNK_FREED);
         }
+        // The chunk's other freed inodes whose free slots are not home yet: their slots are
+        // free space now, never to be written.
+        {
+            let mut pending = tp.fs().freed_pending.lock();
+            for i in 0..INODES_PER_CHUNK {
+                let n = geo.ino(agno, rec.startino + i as u32);
+                if let Some(ip) = pending.remove(&n) {
+                    ip.set_flag(crate::fs::inode::iflags::CHUNK_FREED);
+                }
+            }
+        }
         for b in 0..CHUNK_BLOCKS {
             let id = tp.new_buf(geo.ag_daddr(agno, agbno + b), BlockKind::Inode, BLOCK_SIZE)?;
             tp.inval_buf(id);
         }
-        return Ok(());
+        return Ok(None);
     }
     with_tree::<InoSpec, _>(tp, &mut h, |cur, st| {
         cur.lookup(st, &rec.startino, LookupMode::Eq)?;
@@ -391,10 +403,26 @@ pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<()> {
             cur.update(st, &rec)
         }
     })?;
-    // The slot on disk becomes a free inode through the inode's own log item (the caller
-    // logs the freed core), so a later mount never sees it in use.
+    // The slot becomes a free inode. The change reaches the log as the freed inode's own
+    // item (the caller logs the returned core), not as a buffer item: the cluster buffer is
+    // only changed in memory here (so lookups and fsck see the slot free at once) and pinned
+    // until that item is stable, so it cannot go home first.
+    let (daddr, off) = geo.ino_location(ino);
+    let id = tp.read_buf(daddr, BlockKind::Inode, BLOCK_SIZE)?;
+    let uuid = tp.fs().uuid;
+    let cksum = tp.fs().bufs.cksum();
+    let raw = &mut tp.buf_mut(id)[off..off + INODE_SIZE];
+    let old_gen = dinode::decode_core(raw, ino, &uuid, daddr).map_or(0, |c| c.generation);
+    let free = DinodeCore {
+        generation: old_gen.wrapping_add(1),
+        ..DinodeCore::default()
+    };
+    dinode::encode_core(raw, ino, &free, &uuid);
+    dinode::literal_mut(raw).fill(0);
+    cksum.update(BlockKind::Inode, raw);
+    tp.pin_buf(id);
     put_agi(tp, &h);
-    Ok(())
+    Ok(Some(free))
 }
 
 /// Every chunk record of an AG's inobt and finobt, and its AGI (for the checker and tests).

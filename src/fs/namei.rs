@@ -655,17 +655,13 @@ impl Fs {
         let mut tp = Trans::new(self, Resv::Remove);
         tp.reserve_or_dip(CHANGE_BLOCKS);
         let id = tp.join_locked(w);
-        ifree(&mut tp, ip.ino)?;
+        let free = ifree(&mut tp, ip.ino)?;
         {
-            // The inode's last state is a free slot with the next generation; its log item
-            // carries that image (and the AIL writes it home unless the slot has a new
-            // owner by then, or the chunk went).
+            // The inode's last state is the free slot; its log item carries that image (and
+            // the AIL writes it home unless the slot has a new owner by then, or the chunk
+            // went).
             let ic = tp.ic_mut(id);
-            let generation = ic.di.generation.wrapping_add(1);
-            ic.di = crate::fs::format::dinode::DinodeCore {
-                generation,
-                ..Default::default()
-            };
+            ic.di = free.unwrap_or_default();
             ic.fork = crate::fs::inode::DataFork::default();
         }
         tp.log_inode(id);

@@ -56,6 +56,8 @@ struct TBuf {
     /// Got with [`Trans::new_buf`]: the whole block is new, so all of it is logged (replay
     /// must not lay changes over what the block held before).
     new: bool,
+    /// Changed in memory for a change another item logs ([`Trans::pin_buf`]).
+    pin_only: bool,
     /// Invalidated (its block was freed): no longer the cache's buffer for its address, so a
     /// later get of the same address in this transaction must not find it.
     stale: bool,
@@ -255,6 +257,7 @@ impl<'a> Trans<'a> {
             guard,
             logged: 0,
             new: false,
+            pin_only: false,
             stale: false,
         });
         BufId((self.bufs.len() - 1) as u32)
@@ -341,6 +344,14 @@ impl<'a> Trans<'a> {
     pub fn log_buf(&mut self, id: BufId, first: usize, last: usize) {
         debug_assert!(first <= last && last < self.buf(id).len());
         self.bufs[id.0 as usize].logged |= crate::fs::log::item::chunk_range(first, last);
+    }
+
+    /// A held buffer's bytes were changed for a change that another log item carries (a
+    /// freed inode's slot, logged as the inode's item): nothing of the buffer is logged, but
+    /// it is pinned with the transaction's checkpoint and kept in memory (dirty) so it goes
+    /// home only after that item is stable.
+    pub fn pin_buf(&mut self, id: BufId) {
+        self.bufs[id.0 as usize].pin_only = true;
     }
 
     /// The block behind a held buffer was freed: drop its contents from the cache so they are
@@ -439,7 +450,9 @@ impl<'a> Trans<'a> {
 
     /// Whether anything was logged.
     pub fn is_dirty(&self) -> bool {
-        self.bufs.iter().any(|b| b.logged != 0 || b.new || b.stale)
+        self.bufs
+            .iter()
+            .any(|b| b.logged != 0 || b.new || b.stale || b.pin_only)
             || self.inodes.iter().any(|i| i.logged != 0)
     }
 
@@ -535,6 +548,11 @@ impl<'a> Trans<'a> {
                 map = full_map(b.guard.bytes().len());
                 b.new = false;
             }
+            if std::mem::take(&mut b.pin_only) && map == 0 {
+                b.guard.add_logged(0);
+                bufs.push(i);
+                continue;
+            }
             if map == 0 {
                 continue;
             }
@@ -574,7 +592,7 @@ impl<'a> Trans<'a> {
             });
             inodes.push((i, f & !fields::TIMESTAMP != 0));
         }
-        if vecs.is_empty() && inodes.is_empty() {
+        if vecs.is_empty() && inodes.is_empty() && bufs.is_empty() {
             return 0;
         }
         let res = std::mem::take(&mut self.log_res);

@@ -67,6 +67,9 @@ pub fn check_image(img: &Image, opts: &MountOptions) -> Result<CheckResult, Admi
     } else {
         img.with_primary(&located.sector)
     };
+    // Read-only: a log that needs replay is replayed into memory, the image stays as it is.
+    let dev: Arc<dyn crate::fs::dev::BlockDev> =
+        Arc::new(crate::fs::dev::overlay::OverlayDev::new(dev));
     match Fs::mount(dev, opts.clone()) {
         Ok(fs) => match check(&fs) {
             Ok(report) => {

@@ -325,6 +325,9 @@ fn by_path(img: &Image, path: &str) -> Result<Vec<Decoded>, AdminError> {
     } else {
         img.with_primary(&located.sector)
     };
+    // Read-only: a dirty log is replayed into memory, not onto the image.
+    let dev: Arc<dyn crate::fs::dev::BlockDev> =
+        Arc::new(crate::fs::dev::overlay::OverlayDev::new(dev));
     let fs = Fs::mount(dev, MountOptions::default()).map_err(|source| AdminError::Mount {
         path: img.path().to_path_buf(),
         source,

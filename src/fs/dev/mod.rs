@@ -26,6 +26,8 @@
 //! - [`stripe::StripeDev`] (`stripe:N,...`): RAID0 over N members.
 //! - [`latency::LatencyDev`] (`lat=`, `bw=`, `flush=` on any device): a queue model that
 //!   really delays I/O, so the cost of a cache flush, and hence fsync batching, is visible.
+//! - [`overlay::OverlayDev`]: writes kept in memory over a device left untouched (`labfs
+//!   check` replays a dirty log this way).
 //! - [`fault::FaultDev`] (tests only): records writes and flushes, builds the crash image at
 //!   any flush point (optionally torn), flips bits and injects I/O errors.
 //!
@@ -35,6 +37,7 @@ pub mod fault;
 pub mod file;
 pub mod latency;
 pub mod mem;
+pub mod overlay;
 pub mod signature;
 pub mod spec;
 pub mod stripe;

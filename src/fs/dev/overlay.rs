@@ -41,7 +41,9 @@ impl BlockDev for OverlayDev {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<(), DevError> {
-        check_io(self.size(), IoReq::read(offset, buf.len()), || self.describe())?;
+        check_io(self.size(), IoReq::read(offset, buf.len()), || {
+            self.describe()
+        })?;
         self.inner.read_at(buf, offset)?;
         let map = self.sectors.read();
         if map.is_empty() {

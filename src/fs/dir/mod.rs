@@ -383,6 +383,9 @@ fn finish(tp: &mut Trans, dp: InodeId, defer: Defer) -> FsResult<()> {
         tp.log_inode(dp);
         to_free.extend(defer.phys.iter().map(|&p| (p, 1)));
     }
+    // AGFs are locked in ascending AG order: free in block order (linear block numbers
+    // ascend with the AG), or a directory spanning AGs waits for AG 0's AGF holding AG 1's.
+    to_free.sort_unstable();
     for (block, len) in to_free {
         alloc::free_extent(tp, block, len)?;
     }
