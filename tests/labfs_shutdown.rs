@@ -37,7 +37,7 @@ fn writes_since(dev: &FaultDev, since: Position) -> Vec<WriteInfo> {
 }
 
 /// A mounted image with one durable file, `keep`, and then a new directory of files whose
-/// metadata is dirty in memory only (no file data: sync's writes are all write-homes).
+/// metadata is committed but in memory only (in the CIL; no file data).
 fn durable_file_then_dirty_metadata() -> (Image, Arc<Fs>, Arc<Inode>) {
     let (img, fs) = image::fault(DEV_BYTES).mount();
     let root = fs.root().unwrap();
@@ -50,9 +50,9 @@ fn durable_file_then_dirty_metadata() -> (Image, Arc<Fs>, Arc<Inode>) {
             .unwrap();
     }
     assert!(
-        fs.bufs.dirty_count() >= 3,
-        "the test needs several dirty buffers, has {}",
-        fs.bufs.dirty_count()
+        fs.log.cil_len() >= 3,
+        "the test needs several dirty objects, has {}",
+        fs.log.cil_len()
     );
     (img, fs, ip)
 }
@@ -85,18 +85,25 @@ fn assert_everything_refused(fs: &Fs, dev: &FaultDev, keep: &Arc<Inode>) {
 fn a_failed_write_home_shuts_down_and_leaves_the_image_as_written() {
     let (img, fs, keep) = durable_file_then_dirty_metadata();
     let dev = img.fault();
+    // The directory goes to the log (the FUA record, then a flush so the durable image
+    // below holds it); its metadata is now in the AIL, not yet home.
+    fs.sync().unwrap();
+    dev.flush().unwrap();
     let before = snapshot(dev.inner().as_ref());
     let at = dev.position();
-    let dirty = fs.bufs.dirty_count();
+    let dirty = fs.log.ail_len();
+    assert!(dirty >= 3, "{dirty} items in the AIL");
 
-    // The second write-home fails; the device itself recovers at once, so anything labfs
-    // wrote after the failure would land and show.
+    // The second write-home of the AIL push fails; the device itself recovers at once, so
+    // anything labfs wrote after the failure would land and show.
     dev.fail(FailRule {
         kind: IoKind::Write,
         nth: 2,
         then: AfterFail::Recover,
     });
-    let err = fs.sync().expect_err("sync with a failing write-home");
+    let err = fs
+        .quiesce()
+        .expect_err("an AIL push with a failing write-home");
     let FsError::Io {
         what: IoOp::WriteHome(_),
         daddr: Some(daddr),
@@ -123,16 +130,14 @@ fn a_failed_write_home_shuts_down_and_leaves_the_image_as_written() {
         Some(ShutdownReason::MetadataIo(Box::new(err.clone())))
     );
 
-    // Exactly one buffer went home (the one before the failure); the rest stay dirty, and
-    // the device was not flushed: nothing pretends to be durable.
+    // Exactly one item went home (the one before the failure); the rest stay in the AIL,
+    // and the device was not flushed: nothing pretends to be durable.
     let written = writes_since(dev, at);
     assert_eq!(written.len(), 1, "writes after the failure: {written:?}");
-    // (Sync first copies dirty inodes into their cluster buffers, so more buffers were dirty
-    // when the write-home pass began than before the sync: all but the one written remain.)
     assert!(
-        fs.bufs.dirty_count() >= dirty,
-        "{} dirty buffers left of {dirty} before the sync",
-        fs.bufs.dirty_count()
+        fs.log.ail_len() >= dirty - 1,
+        "{} AIL items left of {dirty} before the push",
+        fs.log.ail_len()
     );
     assert_eq!(dev.flush_count(), at.flushes);
     let after = snapshot(dev.inner().as_ref());
@@ -160,15 +165,17 @@ fn a_failed_write_home_shuts_down_and_leaves_the_image_as_written() {
         "unmount wrote to the device"
     );
 
-    // What was durable before the failing sync is still a clean filesystem with its file.
+    // What was durable before the failing push is a clean filesystem: the log replays the
+    // directory the sync made durable.
     let crash = dev
         .crash_image(&CrashPlan::at(at.flushes).keep(Keep::None))
         .expect("crash image at the last flush");
     let fs2 = Fs::mount(crash.dev, img.options.mount.clone()).expect("mount the durable image");
     let root = fs2.root().unwrap();
     assert!(fs2.lookup(&root, b"keep").is_ok());
-    assert_eq!(fs2.lookup(&root, b"d").err(), Some(FsError::NotFound));
-    assert_clean(&fs2, "durable image after the failed sync");
+    let d = fs2.lookup(&root, b"d").expect("the synced directory");
+    assert_eq!(fs2.readdir(&d).unwrap().len(), 40);
+    assert_clean(&fs2, "durable image after the failed push");
 }
 
 #[test]
@@ -214,12 +221,15 @@ fn a_failed_device_flush_shuts_down() {
 #[test]
 fn the_errors_print_their_operation_address_and_device_error() {
     let (img, fs, _) = durable_file_then_dirty_metadata();
+    fs.sync().unwrap();
     img.fault().fail(FailRule {
         kind: IoKind::Write,
         nth: 1,
         then: AfterFail::Recover,
     });
-    let err = fs.sync().expect_err("sync with a failing write-home");
+    let err = fs
+        .quiesce()
+        .expect_err("an AIL push with a failing write-home");
     let text = err.to_string();
     assert!(
         text.starts_with("device I/O error: writing ") && text.contains(" home at daddr "),

@@ -309,7 +309,13 @@ impl Fs {
     pub(crate) fn ail_push_all_sync(&self) -> crate::fs::error::FsResult<()> {
         let mut idle = 0;
         loop {
-            self.check_live()?;
+            if let Err(e) = self.check_live() {
+                // A push that failed shut the filesystem down: report what failed.
+                return Err(match self.shutdown_reason() {
+                    Some(crate::fs::error::ShutdownReason::MetadataIo(io)) => *io,
+                    _ => e,
+                });
+            }
             if self.log.ail.lock().is_empty() {
                 return Ok(());
             }

@@ -379,6 +379,16 @@ impl Log {
         self.overrun.load(Ordering::Relaxed)
     }
 
+    /// Items in the CIL (committed, not yet checkpointed).
+    pub fn cil_len(&self) -> usize {
+        self.cil.lock().items.len()
+    }
+
+    /// Items in the AIL (stable on the log, not yet home).
+    pub fn ail_len(&self) -> usize {
+        self.ail.lock().len()
+    }
+
     /// The sequence the next commit goes into.
     pub fn current_seq(&self) -> u64 {
         self.cil.lock().seq
