@@ -24,7 +24,7 @@ use crate::fs::geo::Geometry;
 use crate::fs::icache::{InodeCache, Lookup};
 use crate::fs::inode::{DataFork, Inode, InodeCore, InodeWrite, iflags};
 use crate::fs::lockcheck::{LockClass, LockId, OrderedMutex};
-use crate::fs::log::{Log, LogGeometry, recover};
+use crate::fs::log::{Log, LogGeometry, LogMount, recover};
 use crate::fs::options::MountOptions;
 use crate::fs::shutdown::ShutdownState;
 use crate::fs::stats::{MountStats, Stat};
@@ -215,11 +215,15 @@ impl Fs {
             minor: 100 + NEXT_MINOR.fetch_add(1, Ordering::Relaxed),
         };
         let log = Log::new(
-            Arc::clone(bufs.dev()),
-            cksum,
-            sb.uuid,
-            Arc::clone(&stats),
-            dev_id,
+            LogMount {
+                dev: Arc::clone(bufs.dev()),
+                cksum,
+                uuid: sb.uuid,
+                stats: Arc::clone(&stats),
+                dev_id,
+                stable: bufs.stable_cell(),
+                shutdown: Arc::clone(bufs.shutdown_state()),
+            },
             LogGeometry {
                 start_daddr: geo.logstart * crate::fs::format::BB_PER_BLOCK,
                 log_bb: geo.logblocks * crate::fs::format::BB_PER_BLOCK as u32,
@@ -227,8 +231,6 @@ impl Fs {
                 logbsize: opts.logbsize,
             },
             log_next,
-            bufs.stable_cell(),
-            Arc::clone(bufs.shutdown_state()),
         );
         let shutdown = Arc::clone(bufs.shutdown_state());
         Fs {
@@ -425,6 +427,15 @@ impl Fs {
     pub fn sync_metadata(&self) -> FsResult<()> {
         self.check_live()?;
         self.log.force_all("xfs_log_force")
+    }
+
+    /// Write all metadata home: force the log, push the AIL until it is empty, so every
+    /// cached inode and buffer is clean (what the kernel's `drop_caches` needs before it can
+    /// evict them; syncbench empties the inode cache this way).
+    pub fn write_metadata_home(&self) -> FsResult<()> {
+        self.check_live()?;
+        self.log.force_all("xfs_log_force")?;
+        self.ail_push_all_sync()
     }
 
     /// Write all metadata home and leave the log clean: force it, push the AIL until it is

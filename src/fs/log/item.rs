@@ -15,12 +15,13 @@
 //! | item | bytes | fields |
 //! |---|---|---|
 //! | buffer `0x123c` | 32 + 128 per chunk | type, flags (CANCEL), kind, daddr, length, chunk map; then the logged 128-byte chunks in order |
-//! | inode `0x123b` | 16 + 512 | type, fields (core, data fork, timestamps), inode number; then the on-disk inode image |
+//! | inode `0x123b` | 16 + 176..512 | type, fields (core, data fork, timestamps), inode number; then the on-disk inode image up to its last non-zero byte (the rest of the slot is zero) |
 //!
 //! A buffer item logs every chunk changed since the buffer was last written home (XFS keeps
 //! a buffer log item's dirty map until write-back), not only the last transaction's: the
 //! checkpoint that moves the item forward in the AIL must carry all of its unwritten state.
 
+use crate::fs::format::dinode::CORE_SIZE;
 use crate::fs::format::endian::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
 use crate::fs::format::{BlockKind, INODE_SIZE};
 
@@ -168,9 +169,17 @@ pub fn format_cancel(kind: BlockKind, daddr: u64, len: usize) -> Vec<u8> {
     v
 }
 
-/// An inode item carrying the inode's on-disk image.
+/// An inode item carrying the inode's on-disk image, trimmed after its last non-zero byte
+/// (XFS logs the log dinode and only the fork bytes in use; the slot's rest is zero).
 pub fn format_inode(ino: u64, fields: u8, image: &[u8]) -> Vec<u8> {
     debug_assert_eq!(image.len(), INODE_SIZE);
+    let used = image
+        .iter()
+        .rposition(|&b| b != 0)
+        .map_or(0, |i| i + 1)
+        .next_multiple_of(8)
+        .clamp(CORE_SIZE, INODE_SIZE);
+    let image = &image[..used];
     let mut v = vec![0u8; INODE_HEADER_LEN];
     put_u16(&mut v, 0, LI_INODE);
     put_u16(&mut v, 2, u16::from(fields));
@@ -210,7 +219,7 @@ pub enum LoggedItem<'a> {
         ino: u64,
         /// Which fields changed.
         fields: u8,
-        /// The on-disk inode.
+        /// The on-disk inode, up to its last non-zero byte (the rest of the slot is zero).
         image: &'a [u8],
     },
 }
@@ -234,7 +243,7 @@ pub fn parse_item(d: &[u8]) -> Result<LoggedItem<'_>, String> {
                 .ok_or_else(|| format!("buffer item of unknown kind {}", d[4]))?;
             let len = get_u32(d, 16) as usize;
             let map = get_u64(d, 24);
-            if len == 0 || len > 64 * CHUNK || len % 512 != 0 {
+            if len == 0 || len > 64 * CHUNK || !len.is_multiple_of(512) {
                 return Err(format!("buffer item of {len} bytes"));
             }
             let n = chunks_of(len);
@@ -258,7 +267,8 @@ pub fn parse_item(d: &[u8]) -> Result<LoggedItem<'_>, String> {
             })
         }
         LI_INODE => {
-            if d.len() != INODE_HEADER_LEN + INODE_SIZE {
+            let len = d.len().saturating_sub(INODE_HEADER_LEN);
+            if d.len() < INODE_HEADER_LEN || !(CORE_SIZE..=INODE_SIZE).contains(&len) {
                 return Err(format!("an inode item of {} bytes", d.len()));
             }
             Ok(LoggedItem::Inode {
@@ -329,6 +339,11 @@ mod tests {
     fn inode_and_cancel_items_round_trip_and_garbage_is_refused() {
         let img = [7u8; INODE_SIZE];
         let item = format_inode(99, fields::CORE, &img);
+        let mut short = [0u8; INODE_SIZE];
+        short[..200].fill(3);
+        assert_eq!(format_inode(1, fields::CORE, &short).len(), 16 + 200);
+        short[..200].fill(0);
+        assert_eq!(format_inode(1, fields::CORE, &short).len(), 16 + CORE_SIZE);
         assert_eq!(
             parse_item(&item).unwrap(),
             LoggedItem::Inode {

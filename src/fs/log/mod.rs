@@ -204,6 +204,24 @@ pub struct LogGeometry {
     pub logbsize: u32,
 }
 
+/// What a log shares with its mount.
+pub struct LogMount {
+    /// The device (the log is internal).
+    pub dev: Arc<dyn BlockDev>,
+    /// The mount's checksum configuration (record CRCs).
+    pub cksum: Cksum,
+    /// The filesystem UUID, stamped in every record header.
+    pub uuid: [u8; 16],
+    /// The mount's statistics.
+    pub stats: Arc<MountStats>,
+    /// The device number traces print.
+    pub dev_id: Dev,
+    /// The buffer cache's cell for the stable checkpoint sequence.
+    pub stable: Arc<AtomicU64>,
+    /// The mount's shutdown state.
+    pub shutdown: Arc<ShutdownState>,
+}
+
 /// A mount's log.
 pub struct Log {
     dev: Arc<dyn BlockDev>,
@@ -257,17 +275,16 @@ fn header_blocks(payload: usize) -> u64 {
 impl Log {
     /// A log over `geo` whose next record goes at absolute block `next_at` (from recovery,
     /// or the start of an empty log) with nothing older still needed.
-    pub fn new(
-        dev: Arc<dyn BlockDev>,
-        cksum: Cksum,
-        uuid: [u8; 16],
-        stats: Arc<MountStats>,
-        dev_id: Dev,
-        geo: LogGeometry,
-        next_at: u64,
-        stable: Arc<AtomicU64>,
-        shutdown: Arc<ShutdownState>,
-    ) -> Log {
+    pub fn new(mount: LogMount, geo: LogGeometry, next_at: u64) -> Log {
+        let LogMount {
+            dev,
+            cksum,
+            uuid,
+            stats,
+            dev_id,
+            stable,
+            shutdown,
+        } = mount;
         let hsize = record::header_sectors(geo.logbsize as usize) * record::HEADER_SIZE;
         let icl_payload = geo.logbsize as usize - hsize;
         let icl = (0..geo.logbufs.max(2))
@@ -466,7 +483,7 @@ impl Log {
             // Items pinned in the CIL cannot be written home until it is checkpointed.
             if self.cil_bytes.load(Ordering::Acquire) > 0 {
                 self.push_cil()?;
-                self.force_current(None)?;
+                self.force_current(None, false)?;
             }
             self.wake_aild();
             push();
@@ -581,10 +598,9 @@ impl Log {
         let nitems = ctx.items.len() as u32;
         let mut objs = Vec::with_capacity(ctx.items.len());
         let mut w = self.ring.lock();
-        let start = self.ensure_room(&mut w, OP_HEADER_LEN)?;
+        self.ensure_room(&mut w, OP_HEADER_LEN)?;
         let start_abs = w.icl[w.curr].at;
         w.in_flight.insert(start_abs);
-        let _ = start;
         self.write_op(&mut w, tid, CLIENT_TRANS, OP_START, &[])?;
         self.write_op(
             &mut w,
@@ -720,6 +736,7 @@ impl Log {
             self.trace_iclog("wait_on", &w.icl[c]);
             w.wait(&self.ring_cv);
         }
+        self.trace_iclog("sync", &w.icl[c]);
         w.icl[c].state = IclogState::Syncing;
         self.trace_iclog("syncing", &w.icl[c]);
         let data = std::mem::take(&mut w.icl[c].data);
@@ -869,6 +886,7 @@ impl Log {
             "switch" => crate::trace::events::xlog_iclog_switch,
             "syncing" => crate::trace::events::xlog_iclog_syncing,
             "sync_done" => crate::trace::events::xlog_iclog_sync_done,
+            "sync" => crate::trace::events::xlog_iclog_sync,
             "wait_on" => crate::trace::events::xlog_iclog_wait_on,
             "write" => crate::trace::events::xlog_iclog_write,
             _ => ev,
@@ -883,7 +901,7 @@ impl Log {
     /// the previous iclog still being written sleeps for it first, so more commits can join
     /// the current one (`force_sleep`, XFS's -EAGAIN retry in `xfs_log_force_seq`).
     /// Returns whether it wrote.
-    fn force_current(&self, upto: Option<u64>) -> FsResult<bool> {
+    fn force_current(&self, upto: Option<u64>, waits: bool) -> FsResult<bool> {
         let mut w = self.ring.lock();
         loop {
             self.check_ok()?;
@@ -909,6 +927,11 @@ impl Log {
                     w.wait(&self.ring_cv);
                 }
                 continue;
+            }
+            // A synchronous force waits here for the iclog's write (XFS counts the sleep in
+            // xlog_wait_on_iclog).
+            if waits {
+                self.stats.inc(Stat::LogForceSleep);
             }
             self.switch_and_write(&mut w)?;
             return Ok(true);
@@ -944,7 +967,7 @@ impl Log {
             self.push_cil()?;
         }
         while self.stable_seq() < seq {
-            wrote |= self.force_current(Some(seq))?;
+            wrote |= self.force_current(Some(seq), true)?;
             if self.stable_seq() < seq {
                 let before = self.stats_switches();
                 self.wait_stable(seq)?;
@@ -971,7 +994,7 @@ impl Log {
         self.push_cil()?;
         let seq = self.pushed.load(Ordering::Acquire);
         while self.stable_seq() < seq {
-            self.force_current(None)?;
+            self.force_current(None, true)?;
             self.wait_stable(seq)?;
         }
         Ok(())
@@ -980,7 +1003,7 @@ impl Log {
     /// Start writing whatever the current iclog holds without waiting for the rest (the
     /// background push, XFS's async `xfs_log_force(mp, 0)`).
     pub fn force_background(&self) -> FsResult<()> {
-        self.force_current(None).map(drop)
+        self.force_current(None, false).map(drop)
     }
 
     /// Write the unmount record (the log is clean: nothing in it needs replay) and wait.

@@ -232,11 +232,11 @@ pub fn recover(
             if cancelled_later(daddr, (c, i)) {
                 continue;
             }
-            if !blocks.contains_key(&daddr) {
+            if let std::collections::hash_map::Entry::Vacant(v) = blocks.entry(daddr) {
                 let mut b = vec![0u8; len];
                 dev.read_at(&mut b, daddr * BBSIZE as u64)
                     .map_err(|e| FsError::io(IoOp::ReadMeta(kind), Some(daddr), e))?;
-                blocks.insert(daddr, (kind, b));
+                v.insert((kind, b));
                 order.push(daddr);
             }
             let (k, b) = blocks.get_mut(&daddr).expect("inserted above");
@@ -255,7 +255,9 @@ pub fn recover(
                 }
                 LoggedItem::Inode { ino, image, .. } => {
                     let off = geo.ino_location(ino).1;
-                    b[off..off + INODE_SIZE].copy_from_slice(image);
+                    let slot = &mut b[off..off + INODE_SIZE];
+                    slot[..image.len()].copy_from_slice(image);
+                    slot[image.len()..].fill(0);
                 }
                 LoggedItem::Cancel { .. } => {}
             }

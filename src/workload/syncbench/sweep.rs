@@ -430,10 +430,12 @@ fn prebuild(
     };
     fill.run(0, files)?;
     if let Subject::Lab(fs) = &env.subject {
-        fs.sync().map_err(|e| SyncbenchError::Sync {
-            way: "sync",
-            source: e.into(),
-        })?;
+        fs.sync()
+            .and_then(|()| fs.write_metadata_home())
+            .map_err(|e| SyncbenchError::Sync {
+                way: "sync",
+                source: e.into(),
+            })?;
         // Two CLOCK passes evict every clean inode nobody holds.
         fs.icache.sweep(&fs.stats);
         fs.icache.sweep(&fs.stats);
