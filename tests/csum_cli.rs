@@ -56,16 +56,28 @@ fn run_split_prints_the_seeds_table_and_structures() {
     let r = row(&text, "6");
     assert_eq!(r[1], "[64, 128)");
     assert_ne!(r[3], "0.00", "100-byte inode heads");
-    let r = row(&text, "2");
-    assert_eq!(r[1], "[4, 8)");
-    assert_ne!(r[3], "0.00", "4-byte dir heads");
+    let r = row(&text, "5");
+    assert_eq!(r[1], "[32, 64)");
+    assert_ne!(r[3], "0.00", "32-byte log record header heads");
+    let r = row(&text, "8");
+    assert_eq!(r[1], "[256, 512)");
+    assert_ne!(r[2], "0.00", "328-byte log record headers");
     // The per-structure breakdown: inode 512 = 100 + 4 + 408, three crc32c calls each.
+    let calls = |r: &[&str]| -> u64 { r[2].parse().expect("calls") };
     let inode = row(&text, "inode");
     assert_eq!(&inode[5..8], &["512", "100", "408"]);
-    let calls: u64 = inode[2].parse().expect("calls");
-    assert_eq!(inode[8], (3 * calls).to_string());
-    let dir = row(&text, "dir3_data");
-    assert_eq!(&dir[5..8], &["4096", "4", "4088"]);
+    assert_eq!(inode[8], (3 * calls(&inode)).to_string());
+    // A log record per fsync: its 328-byte header split 32 + 4 + 292 (a mean: 328 is no
+    // bucket bound), its payload one whole call.
+    let header = row(&text, "log_rec_header");
+    assert_eq!(header[1], "log record header");
+    assert_eq!(&header[5..8], &["~328", "32", "~292"]);
+    assert!(calls(&header) >= 120, "{header:?}");
+    assert_eq!(header[8], (3 * calls(&header)).to_string());
+    let payload = row(&text, "log_payload");
+    assert_eq!(&payload[6..8], &["-", "-"]);
+    assert_eq!(calls(&payload), calls(&header), "one payload per record");
+    assert_eq!(payload[8], payload[2]);
     assert!(!text.contains("vs cksum="), "one mode, no comparison");
 }
 
@@ -80,7 +92,28 @@ fn both_modes_in_json_have_the_same_totals_and_single_has_no_head_or_tail() {
     assert_eq!(single["checksums"], split["checksums"]);
     assert_eq!(single["bytes"], split["bytes"]);
     let n = |v: &Value| v.as_u64().expect("number");
-    assert_eq!(n(&split["crc32c_calls"]), 3 * n(&single["crc32c_calls"]));
+    // Three calls per structure with a CRC field, one per log payload (no field).
+    let sites = |r: &Value| r["sites"].as_array().expect("sites").clone();
+    let whole: u64 = sites(split)
+        .iter()
+        .filter(|s| s["heads"].as_array().is_some_and(Vec::is_empty))
+        .inspect(|s| assert_eq!(s["crc32c_calls"], s["calls"], "{s}"))
+        .map(|s| n(&s["calls"]))
+        .sum();
+    let payload = sites(split)
+        .into_iter()
+        .find(|s| s["site"] == "log_payload")
+        .expect("log payload");
+    assert_eq!(
+        n(&payload["calls"]),
+        whole,
+        "no other structure lacks a field"
+    );
+    assert_eq!(
+        n(&split["crc32c_calls"]),
+        3 * n(&single["crc32c_calls"]) - 2 * whole
+    );
+    assert_eq!(n(&single["crc32c_calls"]), n(&single["checksums"]));
     assert!(n(&single["small_calls"]) < n(&split["small_calls"]));
     for b in single["buckets"].as_array().expect("buckets") {
         assert_eq!(b["calls"]["head"], 0, "{b}");
@@ -106,6 +139,12 @@ fn both_modes_in_json_have_the_same_totals_and_single_has_no_head_or_tail() {
     assert_eq!(inode["len"], 512);
     assert_eq!(inode["heads"], serde_json::json!([100]));
     assert_eq!(inode["tail"], 408);
+    let header = sites(split)
+        .into_iter()
+        .find(|s| s["site"] == "log_rec_header")
+        .expect("log record header");
+    assert_eq!(header["len"], serde_json::json!({"mean": 328.0}));
+    assert_eq!(header["heads"], serde_json::json!([32]));
     assert_eq!(doc["small_below"], 512);
     assert_eq!(doc["calls"], "update");
 }
@@ -114,11 +153,14 @@ fn both_modes_in_json_have_the_same_totals_and_single_has_no_head_or_tail() {
 fn both_modes_print_the_side_by_side_comparison() {
     let text = stdout_of(&["run", "--ops", "60", "--small-below", "1k"]);
     assert!(text.contains("cksum=single vs cksum=split"), "{text}");
+    // Split makes three calls per structure with a CRC field; the log payloads (the first
+    // structure table's row: the same workload in both modes) stay one call each.
     let calls = row(&text, "crc32c calls");
-    assert_eq!(
-        calls[3], "3.00",
-        "split makes three calls per structure: {calls:?}"
-    );
+    let [single, split]: [u64; 2] = [1, 2].map(|i| calls[i].parse().expect("calls"));
+    let payloads: u64 = row(&text, "log_payload")[2].parse().expect("calls");
+    assert!(payloads > 0);
+    assert_eq!(split, 3 * single - 2 * payloads, "{calls:?}");
+    assert_eq!(calls[3], format!("{:.2}", split as f64 / single as f64));
     let bytes = row(&text, "bytes checksummed");
     assert_eq!(bytes[1], bytes[2]);
     assert_eq!(bytes[3], "1.00");
@@ -142,6 +184,9 @@ fn any_fsmark_command_line_runs_after_the_separator() {
     );
     let inode = row(&text, "inode");
     assert_eq!(&inode[5..8], &["512", "100", "408"]);
+    // The kept files' directory (one block) goes home at the end of the measured phase.
+    let dir = row(&text, "dir3_block");
+    assert_eq!(&dir[5..8], &["4096", "4", "4088"]);
 }
 
 #[test]

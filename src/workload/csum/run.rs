@@ -1,10 +1,19 @@
 //! Running a workload on a fresh labfs with the `crc32c` tracepoint aggregated.
 //!
 //! [`measure`] makes labfs on the device, mounts it with the checksum mode asked for, lets the
-//! workload set up (unmeasured), clears the statistics (as `stats_clear` would), starts a trace
-//! session keeping [`super::calls::hist_specs`], runs the measured phase, then reads the
-//! histograms and the stat block before unmounting. Nothing but the workload runs between the
-//! start and the end of the session, so every checksum counted is one the workload caused.
+//! workload set up and quiesces labfs (both unmeasured), clears the statistics (as
+//! `stats_clear` would), starts a trace session keeping [`super::calls::hist_specs`], runs the
+//! measured phase, then reads the histograms and the stat block before unmounting.
+//!
+//! The measured phase is the workload followed by its write-home: with the journal, metadata
+//! reaches its home blocks only when the AIL pushes it, so a short run would otherwise count
+//! the log records and the inodes logged at fsync but few of the directory and btree blocks
+//! the same work dirtied (they would be written at unmount, outside the session).
+//! [`Fs::quiesce`](crate::fs::Fs::quiesce) at the end (force the log, push the AIL until it
+//! is empty, write an unmount record) checksums every structure the workload changed where it
+//! lives, as a long run's xfsaild would; the quiesce after setup keeps the setup's own
+//! write-home out. Nothing but the workload and its write-home runs between the start and
+//! the end of the session, so every checksum counted is one the workload caused.
 //!
 //! Two runs of the same [`Workload`] do the same operations: fs_mark's names come from the
 //! wall clock, which [`PinnedClock`] holds still, and the oltp mix draws from a fixed seed. So
@@ -133,7 +142,7 @@ pub enum Workload {
 /// How a measured workload went.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkloadRun {
-    /// Wall time of the measured phase.
+    /// Wall time of the measured phase (the workload and its write-home).
     pub elapsed: Duration,
     /// What it did, in one line (`1000 files created, fsync'd and removed`).
     pub summary: String,
@@ -432,6 +441,14 @@ pub enum CsumError {
     /// The session did not hold the histograms.
     #[error(transparent)]
     Profile(#[from] ProfileError),
+    /// Quiescing labfs (forcing the log, writing its metadata home) failed.
+    #[error("writing labfs's metadata home {when}: {source}")]
+    Quiesce {
+        /// `after setup` or `after the workload`.
+        when: &'static str,
+        /// What labfs said.
+        source: TargetError,
+    },
     /// Unmounting (writing everything back) failed.
     #[error("unmounting labfs: {0}")]
     Unmount(#[source] TargetError),
@@ -479,6 +496,13 @@ fn measure_on(
     let shared: Arc<dyn Target> = Arc::clone(lab) as Arc<dyn Target>;
     let target: &dyn Target = lab.as_ref();
     workload.prepare(target)?;
+    let quiesce = |when| {
+        lab.fs().quiesce().map_err(|e| CsumError::Quiesce {
+            when,
+            source: e.into(),
+        })
+    };
+    quiesce("after setup")?;
     let stats = &lab.fs().stats;
     stats.mount().clear();
     let session = TraceConfig {
@@ -486,7 +510,15 @@ fn measure_on(
         ..TraceConfig::default()
     }
     .start()?;
-    let run = workload.run(&shared, interrupt, progress);
+    // The write-home is part of the measured phase, its time too.
+    let run = workload
+        .run(&shared, interrupt, progress)
+        .and_then(|mut run| {
+            let started = Instant::now();
+            quiesce("after the workload")?;
+            run.elapsed += started.elapsed();
+            Ok(run)
+        });
     let summary = session.finish()?;
     let run = run?;
     let snapshot = StatFile::from(&stats.mount().snapshot());
