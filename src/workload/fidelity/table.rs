@@ -106,9 +106,9 @@ const GAP_LOG_BYTES: &str = "labfs writes more log per file than XFS: each inode
      and s4 0.020 / 0.053) and are within the band with fsync (1.00-1.02 / 1.03-1.05)";
 const GAP_LOG_WRAP: &str = "follows from the log-bytes gap: with two fsync threads labfs \
      writes 73 MiB of log for 4000 files (the kernel 32 MiB), so its 64 MiB log fills past 3/4 \
-     and xfsaild writes items home during the run (full size: success 0.50-0.75, icluster 0.44 per \
-     file); the kernel's log never fills in these runs and its AIL pushes nothing (0, 0); both \
-     are 0 at the test's tenth of the files";
+     and xfsaild writes items home during the run (full size, per file: success 0.50-0.75, \
+     icluster 0.44); the kernel's log never fills in these runs and its AIL pushes nothing \
+     (0, 0); both are 0 at the test's tenth of the files";
 
 const GAP_INODEGC: &str = "labfs frees an unlinked inode from the cache at once and counts \
      the reclaim there; XFS inactivates it in the background (inodegc, since 5.15) and \
