@@ -286,8 +286,6 @@ fn log_force_lines_from_a_labfs_fsync_have_the_kernels_layout_and_callers() {
 }
 
 #[test]
-#[ignore = "labfs emits no xlog_iclog_sync: src/fs/log/mod.rs never calls trace_iclog(\"sync\"), \
-            and every xlog_iclog_* line says caller xlog_state (issue 10, reported to the lead)"]
 fn iclog_sync_lines_from_a_labfs_fsync_match_the_kernels() {
     let _serial = testing::serial();
     let text = labfs_fsync_trace("xlog_iclog_sync");
@@ -312,10 +310,6 @@ fn iclog_sync_lines_from_a_labfs_fsync_match_the_kernels() {
 }
 
 #[test]
-#[ignore = "labfs's syncfs traces one xfs_log_force (lsn 0x0 caller xfs_log_force) where the \
-            kernel traces xfs_log_force's (lsn 0x0, caller xfs_fs_sync_fs) and \
-            xlog_cil_force_seq's (the current sequence, caller xfs_log_force) (issue 10, reported \
-            to the lead)"]
 fn syncfs_log_force_lines_match_the_kernels_pair() {
     let _serial = testing::serial();
     let tmp = tempfile::tempdir().expect("tempdir");

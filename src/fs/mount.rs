@@ -426,7 +426,7 @@ impl Fs {
     /// AIL writes it home).
     pub fn sync_metadata(&self) -> FsResult<()> {
         self.check_live()?;
-        self.log.force_all("xfs_log_force")
+        self.log.force_all("xfs_fs_sync_fs")
     }
 
     /// Write all metadata home: force the log, push the AIL until it is empty, so every

@@ -723,10 +723,11 @@ impl Log {
         }
         let len = w.icl[c].data.len();
         let blocks = header_blocks(len.div_ceil(512) * 512) + len.div_ceil(512) as u64;
+        self.trace_iclog("switch", &w.icl[c]);
         w.icl[c].state = IclogState::WantSync;
         w.switched += 1;
         w.icl[c].wseq = w.switched;
-        self.trace_iclog("switch", &w.icl[c]);
+        self.trace_iclog("release", &w.icl[c]);
         w.next_at = w.icl[c].at + blocks;
         w.curr = (c + 1) % w.icl.len();
         // Writes go out in switch order.
@@ -736,9 +737,10 @@ impl Log {
             self.trace_iclog("wait_on", &w.icl[c]);
             w.wait(&self.ring_cv);
         }
-        self.trace_iclog("sync", &w.icl[c]);
         w.icl[c].state = IclogState::Syncing;
         self.trace_iclog("syncing", &w.icl[c]);
+        self.trace_iclog("sync", &w.icl[c]);
+        self.trace_iclog("write", &w.icl[c]);
         let data = std::mem::take(&mut w.icl[c].data);
         let ops = w.icl[c].ops;
         let at = w.icl[c].at;
@@ -766,7 +768,8 @@ impl Log {
         let ic = &mut w.icl[c];
         ic.data = data;
         ic.ops = 0;
-        ic.state = IclogState::Active;
+        self.trace_iclog("clean", &w.icl[c]);
+        w.icl[c].state = IclogState::Active;
         self.trace_iclog("activate", &w.icl[c]);
         w.written = mine;
         self.ring_cv.notify_all();
@@ -864,34 +867,75 @@ impl Log {
         self.set_tail(in_flight, head);
     }
 
+    /// Fire one `xlog_iclog_*` event for `ic`, with the reference count, caller and (where
+    /// the kernel prints the state before or after a change labfs makes in one step) state
+    /// that XFS's trace shows at the same point.
     fn trace_iclog(&self, what: &str, ic: &Iclog) {
-        let flags = if ic.state == IclogState::WantSync || ic.state == IclogState::Syncing {
+        use crate::trace::events as ev;
+        type Event = fn(Dev, &'static str, i32, u32, u64, &'static str, &'static str);
+        let (f, caller, refcnt, state): (Event, &'static str, i32, Option<&'static str>) =
+            match what {
+                "get_space" => (
+                    ev::xlog_iclog_get_space,
+                    "xlog_state_get_iclog_space",
+                    1,
+                    None,
+                ),
+                "switch" => (
+                    ev::xlog_iclog_switch,
+                    "xlog_state_get_iclog_space",
+                    1,
+                    Some("XLOG_STATE_ACTIVE"),
+                ),
+                "release" => (ev::xlog_iclog_release, "xlog_write", 1, None),
+                "syncing" => (
+                    ev::xlog_iclog_syncing,
+                    "xlog_write_get_more_iclog_space",
+                    0,
+                    None,
+                ),
+                "sync" => (ev::xlog_iclog_sync, "xlog_state_release_iclog", 0, None),
+                "write" => (ev::xlog_iclog_write, "xlog_state_release_iclog", 0, None),
+                "sync_done" => (
+                    ev::xlog_iclog_sync_done,
+                    "xlog_ioend_work",
+                    0,
+                    Some("XLOG_STATE_SYNCING"),
+                ),
+                "callback" => (
+                    ev::xlog_iclog_callback,
+                    "xlog_ioend_work",
+                    0,
+                    Some("XLOG_STATE_DONE_SYNC"),
+                ),
+                "callbacks_start" => (ev::xlog_iclog_callbacks_start, "xlog_ioend_work", 0, None),
+                "callbacks_done" => (ev::xlog_iclog_callbacks_done, "xlog_ioend_work", 0, None),
+                "clean" => (ev::xlog_iclog_clean, "xlog_state_do_callback", 0, None),
+                "activate" => (
+                    ev::xlog_iclog_activate,
+                    "xlog_state_do_callback",
+                    0,
+                    Some("XLOG_STATE_DIRTY"),
+                ),
+                "force" => (ev::xlog_iclog_force, "xfs_fs_sync_fs", 0, None),
+                "force_lsn" => (ev::xlog_iclog_force_lsn, "xfs_log_force_seq", 0, None),
+                _ => (ev::xlog_iclog_wait_on, "xfs_log_force_seq", 0, None),
+            };
+        let flags = if matches!(ic.state, IclogState::WantSync | IclogState::Syncing) {
             "XLOG_ICL_NEED_FLUSH|XLOG_ICL_NEED_FUA"
         } else {
             ""
         };
-        let lsn = self.lsn(ic.at).0;
-        let off = ic.data.len() as u32;
-        let st = ic.state.name();
-        let ev = crate::trace::events::xlog_iclog_sync;
-        let f: fn(Dev, &'static str, i32, u32, u64, &'static str, &'static str) = match what {
-            "activate" => crate::trace::events::xlog_iclog_activate,
-            "callback" => crate::trace::events::xlog_iclog_callback,
-            "callbacks_start" => crate::trace::events::xlog_iclog_callbacks_start,
-            "callbacks_done" => crate::trace::events::xlog_iclog_callbacks_done,
-            "force" => crate::trace::events::xlog_iclog_force,
-            "force_lsn" => crate::trace::events::xlog_iclog_force_lsn,
-            "get_space" => crate::trace::events::xlog_iclog_get_space,
-            "release" => crate::trace::events::xlog_iclog_release,
-            "switch" => crate::trace::events::xlog_iclog_switch,
-            "syncing" => crate::trace::events::xlog_iclog_syncing,
-            "sync_done" => crate::trace::events::xlog_iclog_sync_done,
-            "sync" => crate::trace::events::xlog_iclog_sync,
-            "wait_on" => crate::trace::events::xlog_iclog_wait_on,
-            "write" => crate::trace::events::xlog_iclog_write,
-            _ => ev,
-        };
-        f(self.dev_id, st, 0, off, lsn, flags, "xlog_state");
+        let state = state.unwrap_or(ic.state.name());
+        f(
+            self.dev_id,
+            state,
+            refcnt,
+            ic.data.len() as u32,
+            self.lsn(ic.at).0,
+            flags,
+            caller,
+        );
     }
 
     // ---- forces ----
@@ -991,6 +1035,10 @@ impl Log {
         self.stats.inc(Stat::LogForce);
         crate::trace::events::xfs_log_force(self.dev_id, 0, caller);
         self.check_ok()?;
+        // The CIL force inside traces again with the sequence it forces to, as the kernel's
+        // xlog_cil_force -> xfs_log_force_seq does (the stat counts the call once).
+        let seq = self.current_seq();
+        crate::trace::events::xfs_log_force(self.dev_id, seq, "xfs_log_force");
         self.push_cil()?;
         let seq = self.pushed.load(Ordering::Acquire);
         while self.stable_seq() < seq {
