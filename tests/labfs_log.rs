@@ -217,8 +217,15 @@ fn the_log_tracepoints_fire_on_an_fsync_run() {
         assert!(text.contains(ev), "no {ev} event in the trace ({report:?})");
     }
     // An fsync of a pinned inode fires the force event at both of the kernel's sites.
-    let fsync_site = text.matches("caller xfs_file_fsync").count();
-    let seq_site = text.matches("caller xfs_log_force_seq").count();
+    let forces = |caller: &str| {
+        text.lines()
+            .filter(|l| l.contains("xfs_log_force:") && l.ends_with(caller))
+            .count()
+    };
+    let (fsync_site, seq_site) = (
+        forces("caller xfs_file_fsync"),
+        forces("caller xfs_log_force_seq"),
+    );
     assert!(
         fsync_site >= 1000,
         "{fsync_site} forces from fsync for 1500 fsyncs"
