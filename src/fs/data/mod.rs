@@ -583,7 +583,14 @@ impl Fs {
         self.check_live()?;
         self.writeback_all()?;
         self.wait_writeback(wait);
-        self.sync_metadata()
+        self.sync_metadata()?;
+        // Data written over blocks already mapped needs no transaction, so the log force
+        // may write nothing: flush the device cache so that data is durable too (Linux's
+        // sync flushes the block device after sync_fs).
+        self.bufs
+            .dev()
+            .flush()
+            .map_err(|e| FsError::io(crate::fs::error::IoOp::FlushDevice, None, e))
     }
 
     /// Inodes on the writeback list now (data write-back in flight).
