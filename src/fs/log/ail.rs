@@ -341,7 +341,7 @@ impl Fs {
 
 /// xfsaild: the per-mount thread that pushes the AIL and runs background CIL pushes.
 /// It holds the mount only while it works (weakly otherwise), so dropping the last
-/// `Arc<Fs>` ends it, and it sleeps parked: [`Log::wake_aild`] unparks it.
+/// `Arc<Fs>` ends it, and it sleeps parked: `Log::wake_aild` unparks it.
 pub fn spawn_aild(fs: &Arc<Fs>) -> crate::fs::error::FsResult<std::thread::JoinHandle<()>> {
     let weak = Arc::downgrade(fs);
     let h = std::thread::Builder::new()
