@@ -233,6 +233,28 @@ fn the_log_tracepoints_fire_on_an_fsync_run() {
     assert_eq!(fsync_site, seq_site, "each fsync force fires at both sites");
 }
 
+/// The bytes of a crash image whose log needs replay: `n` files `/f{i}` made and fsync'd
+/// with `data(i)`, the crash right after the last fsync's log write (no unmount record).
+fn dirty_image(n: usize, data: impl Fn(usize) -> Vec<u8>) -> (image::Image, Vec<u8>) {
+    let base = image::fault(32 << 20).build();
+    let fs = base.mount();
+    let root = fs.root().unwrap();
+    for i in 0..n {
+        let ip = file_with(&fs, &root, &format!("f{i}"), &data(i));
+        fs.fsync(&ip, false).unwrap();
+    }
+    let last = base.fault().flush_count();
+    let crashed = base
+        .fault()
+        .crash_image(&CrashPlan::at(last).keep(Keep::All))
+        .unwrap()
+        .dev;
+    drop(fs);
+    let mut bytes = vec![0u8; crashed.size() as usize];
+    crashed.read_at(&mut bytes, 0).unwrap();
+    (base, bytes)
+}
+
 /// A log record's sector on the device: the last written record of an image after `n`
 /// fsync'd files, found from the head the mount reports.
 fn log_area(img: &image::Image) -> (u64, u64) {
@@ -246,22 +268,7 @@ fn log_area(img: &image::Image) -> (u64, u64) {
 #[test]
 fn single_bit_flips_in_the_log_are_cut_as_a_torn_tail_or_refused_never_replayed_wrong() {
     // Crash images with a dirty log: fsync'd files, no unmount record.
-    let base = image::fault(32 << 20).build();
-    let fs = base.mount();
-    let root = fs.root().unwrap();
-    for i in 0..12 {
-        let ip = file_with(&fs, &root, &format!("f{i}"), &[i as u8; 3000]);
-        fs.fsync(&ip, false).unwrap();
-    }
-    let last = base.fault().flush_count();
-    let crashed = base
-        .fault()
-        .crash_image(&CrashPlan::at(last).keep(Keep::All))
-        .unwrap()
-        .dev;
-    drop(fs);
-    let mut image = vec![0u8; crashed.size() as usize];
-    crashed.read_at(&mut image, 0).unwrap();
+    let (base, image) = dirty_image(12, |i| vec![i as u8; 3000]);
     let (start, len) = log_area(&base);
     // The used part of the log: up to the last non-zero sector.
     let used = image[start as usize..(start + len) as usize]
@@ -315,22 +322,7 @@ fn single_bit_flips_in_the_log_are_cut_as_a_torn_tail_or_refused_never_replayed_
 
 #[test]
 fn labfs_check_replays_a_dirty_log_in_memory_and_leaves_the_image_alone() {
-    let base = image::fault(32 << 20).build();
-    let fs = base.mount();
-    let root = fs.root().unwrap();
-    for i in 0..5 {
-        let ip = file_with(&fs, &root, &format!("f{i}"), &[7u8; 2000]);
-        fs.fsync(&ip, false).unwrap();
-    }
-    let last = base.fault().flush_count();
-    let crashed = base
-        .fault()
-        .crash_image(&CrashPlan::at(last).keep(Keep::All))
-        .unwrap()
-        .dev;
-    drop(fs);
-    let mut bytes = vec![0u8; crashed.size() as usize];
-    crashed.read_at(&mut bytes, 0).unwrap();
+    let (_base, bytes) = dirty_image(5, |_| vec![7u8; 2000]);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dirty.img");
     std::fs::write(&path, &bytes).unwrap();
