@@ -361,3 +361,26 @@ fn creates_and_unlinks_without_fsync_unmount_cleanly() {
     let fs = img.mount();
     assert_clean(&fs, "after remount");
 }
+
+#[test]
+fn an_open_unlinked_file_at_a_crash_is_freed_by_the_next_mount() {
+    let img = image::fault(32 << 20).build();
+    let fs = img.mount();
+    let root = fs.root().unwrap();
+    let ip = file_with(&fs, &root, "open", &[9u8; 20_000]);
+    fs.open_inode(&ip);
+    fs.unlink(&root, b"open").unwrap();
+    // The unlink is durable; the inode is still in use (open), its blocks allocated.
+    fs.sync().unwrap();
+    let free_before = fs.statfs().bfree;
+    let last = img.fault().flush_count();
+    let crashed = img.fault().crash_image(&CrashPlan::at(last)).unwrap();
+    drop(ip);
+    drop(fs);
+    let fs = Fs::mount(crashed.dev, img.options.mount.clone()).expect("recovers");
+    assert_clean(&fs, "after the orphan was freed");
+    assert!(
+        fs.statfs().bfree > free_before,
+        "the orphan's blocks came back"
+    );
+}

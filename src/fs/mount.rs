@@ -181,6 +181,9 @@ impl Fs {
         let r = recover::recover(dev.as_ref(), cksum, &sb.uuid, &geo)?;
         let fs = Arc::new(Fs::assemble(dev, opts, sb, geo, r.next_abs));
         fs.load_ag_summaries()?;
+        if !r.clean {
+            fs.free_orphans()?;
+        }
         *fs.aild.lock() = Some(crate::fs::log::ail::spawn_aild(&fs)?);
         let weak = Arc::downgrade(&fs);
         fs.bufs.set_relief_push(Box::new(move || {
@@ -286,6 +289,39 @@ impl Fs {
             free += i64::from(agf.freeblks) + i64::from(agf.flcount);
         }
         self.fdblocks.store(free, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// After replaying a dirty log: free every inode in use with no links left. An unlink
+    /// and the inactivation that frees the inode are separate transactions, so a crash
+    /// between them (or while the file was still open) leaves such an orphan; XFS finds
+    /// them on the AGI unlinked lists, labfs (which has none) by walking the allocated
+    /// inodes of every AG, which only a mount after a crash pays for.
+    fn free_orphans(&self) -> FsResult<()> {
+        let mut orphans = Vec::new();
+        for agno in 0..self.geo.agcount {
+            let mut tp = crate::fs::trans::Trans::reader(self);
+            let (_, chunks, _) = crate::fs::ialloc::ag_inodes(&mut tp, agno)?;
+            tp.commit()?;
+            for rec in chunks {
+                for i in 0..64u32 {
+                    if rec.free & (1u64 << i) == 0 {
+                        orphans.push(self.geo.ino(agno, rec.startino + i));
+                    }
+                }
+            }
+        }
+        for ino in orphans {
+            let ip = match self.iget(ino) {
+                Ok(ip) => ip,
+                Err(FsError::NotFound) => continue,
+                Err(e) => return Err(e),
+            };
+            let unlinked = crate::fs::inode::InodeRead::lock(Arc::clone(&ip)).di.nlink == 0;
+            if unlinked {
+                self.inactivate(&ip)?;
+            }
+        }
         Ok(())
     }
 
