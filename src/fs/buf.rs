@@ -704,10 +704,10 @@ impl BufCache {
     }
 
     /// Make dirty buffers clean so the hand can evict them: the cache is over its limit and
-    /// what is left is dirty. Today (no journal) this writes them home early, in address
-    /// order, which is allowed; when the journal lands this one method becomes an AIL push
-    /// (metadata may then go home only after its log record is durable), so the relief
-    /// policy lives here and only here, with its single call site in `BufCache::shrink`.
+    /// what is left is dirty. On a mount this is an AIL push (metadata goes home only after
+    /// its log record is durable); a cache without one (mkfs's first pass, unit tests)
+    /// writes its delayed-write list home in address order. The relief policy lives here
+    /// and only here, with its single call site in `BufCache::shrink`.
     ///
     /// The caller may be inside a transaction holding buffer locks, so buffers are only
     /// *tried*: a held one (perhaps by the caller) is skipped, never waited for. Called with

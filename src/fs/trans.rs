@@ -13,11 +13,8 @@
 //! tp.commit()?;
 //! ```
 //!
-//! Part 1 (no journal): commit puts logged buffers on the buffer cache's delayed-write list and
-//! logged inodes on the mount's dirty-inode list; write-back (sync, fsync, unmount) writes
-//! them home. Part 2 inserts the journal at the same point: commit formats the logged byte
-//! ranges and inode cores into the CIL and pins the objects. That is why every change must be
-//! logged with its byte range even though part 1 only needs a dirty bit.
+//! Commit formats the logged 128-byte chunks and inode images into the CIL and pins the
+//! objects (docs/journal.md); the AIL writes them home once their checkpoint is stable.
 //!
 //! Lock order (see `fs/mod.rs`): inodes in ascending inode number, then AGI buffers in
 //! ascending AG, then AGF buffers in ascending AG, then tree and directory blocks top-down.
@@ -456,9 +453,8 @@ impl<'a> Trans<'a> {
             || self.inodes.iter().any(|i| i.logged != 0)
     }
 
-    /// Commit: logged buffers go on the delayed-write list, logged inodes on the dirty-inode
-    /// list; every lock is released. A synchronous transaction then writes back everything
-    /// and flushes the device before returning.
+    /// Commit: everything logged goes into the CIL, pinned; every lock is released. A
+    /// synchronous transaction then forces the log up to its checkpoint before returning.
     pub fn commit(mut self) -> FsResult<()> {
         self.finish(None).map(drop)
     }
