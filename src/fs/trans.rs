@@ -232,6 +232,15 @@ impl<'a> Trans<'a> {
         self.freed.push((fsblock, len));
     }
 
+    /// `Shutdown` for a changing transaction once the filesystem has shut down.
+    fn live(&self) -> FsResult<()> {
+        if self.reader {
+            Ok(())
+        } else {
+            self.fs.check_live()
+        }
+    }
+
     /// The filesystem.
     pub fn fs(&self) -> &'a Fs {
         self.fs
@@ -263,6 +272,9 @@ impl<'a> Trans<'a> {
     /// Read (and verify) a metadata buffer and hold it locked until commit. Reading a buffer
     /// the transaction already holds returns the same id.
     pub fn read_buf(&mut self, daddr: Daddr, kind: BlockKind, len: usize) -> FsResult<BufId> {
+        // The one liveness check every changing transaction's metadata access goes through
+        // (read-only ones, lookups and fsck, may still read a shut-down filesystem).
+        self.live()?;
         if let Some(id) = self.find_buf(daddr) {
             return Ok(id);
         }
@@ -278,6 +290,7 @@ impl<'a> Trans<'a> {
         kind: BlockKind,
         len: usize,
     ) -> FsResult<Option<BufId>> {
+        self.live()?;
         if let Some(id) = self.find_buf(daddr) {
             return Ok(Some(id));
         }
@@ -310,6 +323,7 @@ impl<'a> Trans<'a> {
 
     /// Get a buffer for a block being initialised (zeroed, not read), held until commit.
     pub fn new_buf(&mut self, daddr: Daddr, kind: BlockKind, len: usize) -> FsResult<BufId> {
+        self.live()?;
         if let Some(id) = self.find_buf(daddr) {
             let b = &mut self.bufs[id.0 as usize];
             b.guard.bytes_mut().fill(0);
@@ -610,6 +624,8 @@ impl<'a> Trans<'a> {
 
     fn finish(&mut self, keep: Option<InodeId>) -> FsResult<Option<InodeWrite>> {
         self.done = true;
+        // After a shutdown nothing more reaches the log: the change stays in memory, unused.
+        self.live()?;
         self.release_reservation();
         let dirty = self.is_dirty();
         debug_assert!(
