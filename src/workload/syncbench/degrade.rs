@@ -205,7 +205,7 @@ fn under(config: &Config, mode: &str) -> Config {
 
 /// Empty labfs's inode cache: write everything back, then evict every clean inode nobody
 /// holds (two CLOCK passes: the first clears the referenced bits).
-fn drop_inode_cache(fs: &Fs) -> Result<(), SyncbenchError> {
+pub(super) fn drop_inode_cache(fs: &Fs) -> Result<(), SyncbenchError> {
     fs.sync()
         .and_then(|()| fs.write_metadata_home())
         .map_err(|e| SyncbenchError::Sync {

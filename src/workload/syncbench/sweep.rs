@@ -430,15 +430,7 @@ fn prebuild(
     };
     fill.run(0, files)?;
     if let Subject::Lab(fs) = &env.subject {
-        fs.sync()
-            .and_then(|()| fs.write_metadata_home())
-            .map_err(|e| SyncbenchError::Sync {
-                way: "sync",
-                source: e.into(),
-            })?;
-        // Two CLOCK passes evict every clean inode nobody holds.
-        fs.icache.sweep(&fs.stats);
-        fs.icache.sweep(&fs.stats);
+        super::degrade::drop_inode_cache(fs)?;
     }
     Ok(t.elapsed().as_secs_f64())
 }
