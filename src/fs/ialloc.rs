@@ -372,7 +372,7 @@ pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<Option<DinodeCore>> {
         // invalidated, so they are got without reading them (XFS's xfs_ifree_cluster).
         free_extent(tp, geo.fsblock(agno, agbno), CHUNK_BLOCKS)?;
         if let Some(id) = tp.find_inode(ino) {
-            tp.inode(id).set_flag(crate::fs::inode::iflags::CHUNK_FREED);
+            tp.inode(id).set_flag(crate::fs::inode::iflags::STALE);
         }
         // The chunk's other freed inodes whose free slots are not home yet: their slots are
         // free space now, never to be written.
@@ -381,7 +381,7 @@ pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<Option<DinodeCore>> {
             for i in 0..INODES_PER_CHUNK {
                 let n = geo.ino(agno, rec.startino + i as u32);
                 if let Some(ip) = pending.remove(&n) {
-                    ip.set_flag(crate::fs::inode::iflags::CHUNK_FREED);
+                    ip.set_flag(crate::fs::inode::iflags::STALE);
                 }
             }
         }

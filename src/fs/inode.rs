@@ -192,10 +192,10 @@ pub mod iflags {
     pub const FREED: u8 = 1 << 2;
     /// On the mount's list of inodes with dirty data.
     pub const ON_DATA_LIST: u8 = 1 << 3;
-    /// Its last logged state (a free inode) must never be written home: its whole chunk was
-    /// freed (the cluster blocks are free space now), or a later owner of the number, freed
-    /// too, supersedes it.
-    pub const CHUNK_FREED: u8 = 1 << 4;
+    /// Stale (XFS's `XFS_ISTALE`): its last logged state, a free inode, must never be
+    /// written home: its whole chunk was freed (the cluster blocks are free space now), or a
+    /// later owner of the number, freed too, supersedes it.
+    pub const STALE: u8 = 1 << 4;
 }
 
 /// A cached inode.

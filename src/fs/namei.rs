@@ -669,12 +669,12 @@ impl Fs {
         // can be allocated again, and a new inode must not find this one cached.
         ip.set_flag(iflags::FREED);
         self.icache.remove(ip.ino, &self.stats);
-        if !ip.has_flag(iflags::CHUNK_FREED)
+        if !ip.has_flag(iflags::STALE)
             && let Some(older) = self.freed_pending.lock().insert(ip.ino, Arc::clone(ip))
         {
             // An earlier owner of the number whose free image never went home: this one's
             // later state supersedes it, and it must never be written over it.
-            older.set_flag(iflags::CHUNK_FREED);
+            older.set_flag(iflags::STALE);
         }
         tp.commit()
     }

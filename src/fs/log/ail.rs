@@ -255,7 +255,7 @@ impl Fs {
         }
         if ip.has_flag(iflags::FREED) {
             // The chunk's blocks are free space (its cluster buffers were cancelled).
-            if ip.has_flag(iflags::CHUNK_FREED) {
+            if ip.has_flag(iflags::STALE) {
                 return Ok(PushOutcome::Success);
             }
             // The number has a new owner: its log item, later than this one, carries the
