@@ -254,7 +254,8 @@ impl Fs {
             return Ok(PushOutcome::Success);
         }
         if ip.has_flag(iflags::FREED) {
-            // The chunk's blocks are free space (its cluster buffers were cancelled).
+            // Stale: the chunk went (its blocks are free space) or a later freed owner of the
+            // number supersedes this free image.
             if ip.has_flag(iflags::STALE) {
                 return Ok(PushOutcome::Success);
             }

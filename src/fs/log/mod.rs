@@ -154,6 +154,26 @@ impl IclogState {
     }
 }
 
+/// The `xlog_iclog_*` events, by the point of the iclog's life they mark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IclogEvent {
+    GetSpace,
+    Switch,
+    Release,
+    Syncing,
+    Sync,
+    Write,
+    SyncDone,
+    Callback,
+    CallbacksStart,
+    CallbacksDone,
+    Clean,
+    Activate,
+    Force,
+    ForceLsn,
+    WaitOn,
+}
+
 /// A checkpoint whose commit record sits in an iclog: what completing that iclog does.
 struct Checkpoint {
     seq: u64,
@@ -654,7 +674,7 @@ impl Log {
                 if self.icl_payload - w.icl[c].data.len() >= need {
                     if w.icl[c].data.is_empty() {
                         w.icl[c].at = w.next_at;
-                        self.trace_iclog("get_space", &w.icl[c]);
+                        self.trace_iclog(IclogEvent::GetSpace, &w.icl[c]);
                     }
                     return Ok(());
                 }
@@ -662,7 +682,7 @@ impl Log {
                 continue;
             }
             self.stats.inc(Stat::LogNoiclogs);
-            self.trace_iclog("wait_on", &w.icl[c]);
+            self.trace_iclog(IclogEvent::WaitOn, &w.icl[c]);
             w.wait(&self.ring_cv);
         }
     }
@@ -723,24 +743,24 @@ impl Log {
         }
         let len = w.icl[c].data.len();
         let blocks = header_blocks(len.div_ceil(512) * 512) + len.div_ceil(512) as u64;
-        self.trace_iclog("switch", &w.icl[c]);
+        self.trace_iclog(IclogEvent::Switch, &w.icl[c]);
         w.icl[c].state = IclogState::WantSync;
         w.switched += 1;
         w.icl[c].wseq = w.switched;
-        self.trace_iclog("release", &w.icl[c]);
+        self.trace_iclog(IclogEvent::Release, &w.icl[c]);
         w.next_at = w.icl[c].at + blocks;
         w.curr = (c + 1) % w.icl.len();
         // Writes go out in switch order.
         let mine = w.icl[c].wseq;
         while w.written + 1 != mine {
             self.check_ok()?;
-            self.trace_iclog("wait_on", &w.icl[c]);
+            self.trace_iclog(IclogEvent::WaitOn, &w.icl[c]);
             w.wait(&self.ring_cv);
         }
         w.icl[c].state = IclogState::Syncing;
-        self.trace_iclog("syncing", &w.icl[c]);
-        self.trace_iclog("sync", &w.icl[c]);
-        self.trace_iclog("write", &w.icl[c]);
+        self.trace_iclog(IclogEvent::Syncing, &w.icl[c]);
+        self.trace_iclog(IclogEvent::Sync, &w.icl[c]);
+        self.trace_iclog(IclogEvent::Write, &w.icl[c]);
         let data = std::mem::take(&mut w.icl[c].data);
         let ops = w.icl[c].ops;
         let at = w.icl[c].at;
@@ -761,16 +781,16 @@ impl Log {
         .inspect_err(|e| self.fail_with(e))?;
         let ic = &mut w.icl[c];
         ic.state = IclogState::DoneSync;
-        self.trace_iclog("sync_done", &w.icl[c]);
+        self.trace_iclog(IclogEvent::SyncDone, &w.icl[c]);
         self.run_callbacks(w, c);
         let mut data = data;
         data.clear();
         let ic = &mut w.icl[c];
         ic.data = data;
         ic.ops = 0;
-        self.trace_iclog("clean", &w.icl[c]);
+        self.trace_iclog(IclogEvent::Clean, &w.icl[c]);
         w.icl[c].state = IclogState::Active;
-        self.trace_iclog("activate", &w.icl[c]);
+        self.trace_iclog(IclogEvent::Activate, &w.icl[c]);
         w.written = mine;
         self.ring_cv.notify_all();
         Ok(())
@@ -816,10 +836,10 @@ impl Log {
     /// AIL at each checkpoint's start and wake whoever waits for those sequences.
     fn run_callbacks(&self, w: &mut crate::fs::lockcheck::OrderedGuard<'_, Ring>, c: usize) {
         w.icl[c].state = IclogState::Callback;
-        self.trace_iclog("callbacks_start", &w.icl[c]);
+        self.trace_iclog(IclogEvent::CallbacksStart, &w.icl[c]);
         let cbs = std::mem::take(&mut w.icl[c].callbacks);
         for cp in cbs {
-            self.trace_iclog("callback", &w.icl[c]);
+            self.trace_iclog(IclogEvent::Callback, &w.icl[c]);
             {
                 let mut ail = self.ail.lock();
                 for (obj, keep) in cp.items {
@@ -829,7 +849,7 @@ impl Log {
             w.in_flight.remove(&cp.start);
             self.stable.fetch_max(cp.seq, Ordering::AcqRel);
         }
-        self.trace_iclog("callbacks_done", &w.icl[c]);
+        self.trace_iclog(IclogEvent::CallbacksDone, &w.icl[c]);
         let head = Self::head_at(w);
         let first = w.in_flight.iter().next().copied();
         self.set_tail(first, head);
@@ -870,56 +890,60 @@ impl Log {
     /// Fire one `xlog_iclog_*` event for `ic`, with the reference count, caller and (where
     /// the kernel prints the state before or after a change labfs makes in one step) state
     /// that XFS's trace shows at the same point.
-    fn trace_iclog(&self, what: &str, ic: &Iclog) {
+    fn trace_iclog(&self, what: IclogEvent, ic: &Iclog) {
         use crate::trace::events as ev;
         type Event = fn(Dev, &'static str, i32, u32, u64, &'static str, &'static str);
         let (f, caller, refcnt, state): (Event, &'static str, i32, Option<&'static str>) =
             match what {
-                "get_space" => (
+                IclogEvent::GetSpace => (
                     ev::xlog_iclog_get_space,
                     "xlog_state_get_iclog_space",
                     1,
                     None,
                 ),
-                "switch" => (
+                IclogEvent::Switch => (
                     ev::xlog_iclog_switch,
                     "xlog_state_get_iclog_space",
                     1,
                     Some("XLOG_STATE_ACTIVE"),
                 ),
-                "release" => (ev::xlog_iclog_release, "xlog_write", 1, None),
-                "syncing" => (
+                IclogEvent::Release => (ev::xlog_iclog_release, "xlog_write", 1, None),
+                IclogEvent::Syncing => (
                     ev::xlog_iclog_syncing,
                     "xlog_write_get_more_iclog_space",
                     0,
                     None,
                 ),
-                "sync" => (ev::xlog_iclog_sync, "xlog_state_release_iclog", 0, None),
-                "write" => (ev::xlog_iclog_write, "xlog_state_release_iclog", 0, None),
-                "sync_done" => (
+                IclogEvent::Sync => (ev::xlog_iclog_sync, "xlog_state_release_iclog", 0, None),
+                IclogEvent::Write => (ev::xlog_iclog_write, "xlog_state_release_iclog", 0, None),
+                IclogEvent::SyncDone => (
                     ev::xlog_iclog_sync_done,
                     "xlog_ioend_work",
                     0,
                     Some("XLOG_STATE_SYNCING"),
                 ),
-                "callback" => (
+                IclogEvent::Callback => (
                     ev::xlog_iclog_callback,
                     "xlog_ioend_work",
                     0,
                     Some("XLOG_STATE_DONE_SYNC"),
                 ),
-                "callbacks_start" => (ev::xlog_iclog_callbacks_start, "xlog_ioend_work", 0, None),
-                "callbacks_done" => (ev::xlog_iclog_callbacks_done, "xlog_ioend_work", 0, None),
-                "clean" => (ev::xlog_iclog_clean, "xlog_state_do_callback", 0, None),
-                "activate" => (
+                IclogEvent::CallbacksStart => {
+                    (ev::xlog_iclog_callbacks_start, "xlog_ioend_work", 0, None)
+                }
+                IclogEvent::CallbacksDone => {
+                    (ev::xlog_iclog_callbacks_done, "xlog_ioend_work", 0, None)
+                }
+                IclogEvent::Clean => (ev::xlog_iclog_clean, "xlog_state_do_callback", 0, None),
+                IclogEvent::Activate => (
                     ev::xlog_iclog_activate,
                     "xlog_state_do_callback",
                     0,
                     Some("XLOG_STATE_DIRTY"),
                 ),
-                "force" => (ev::xlog_iclog_force, "xfs_fs_sync_fs", 0, None),
-                "force_lsn" => (ev::xlog_iclog_force_lsn, "xfs_log_force_seq", 0, None),
-                _ => (ev::xlog_iclog_wait_on, "xfs_log_force_seq", 0, None),
+                IclogEvent::Force => (ev::xlog_iclog_force, "xfs_fs_sync_fs", 0, None),
+                IclogEvent::ForceLsn => (ev::xlog_iclog_force_lsn, "xfs_log_force_seq", 0, None),
+                IclogEvent::WaitOn => (ev::xlog_iclog_wait_on, "xfs_log_force_seq", 0, None),
             };
         let flags = if matches!(ic.state, IclogState::WantSync | IclogState::Syncing) {
             "XLOG_ICL_NEED_FLUSH|XLOG_ICL_NEED_FUA"
@@ -951,7 +975,11 @@ impl Log {
             self.check_ok()?;
             let c = w.curr;
             self.trace_iclog(
-                if upto.is_some() { "force_lsn" } else { "force" },
+                if upto.is_some() {
+                    IclogEvent::ForceLsn
+                } else {
+                    IclogEvent::Force
+                },
                 &w.icl[c],
             );
             let ic = &w.icl[c];
