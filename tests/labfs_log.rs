@@ -384,3 +384,36 @@ fn an_open_unlinked_file_at_a_crash_is_freed_by_the_next_mount() {
         "the orphan's blocks came back"
     );
 }
+
+/// The signal-blocked mask of every thread of this process named `name`, from
+/// `/proc/self/task/*/status` (`SigBlk`, hexadecimal, bit `n - 1` for signal `n`).
+fn blocked_masks_of_threads_named(name: &str) -> Vec<u64> {
+    let mut masks = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() != name {
+            continue;
+        }
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        if let Some(hex) = status.lines().find_map(|l| l.strip_prefix("SigBlk:")) {
+            masks.push(u64::from_str_radix(hex.trim(), 16).unwrap());
+        }
+    }
+    masks
+}
+
+#[test]
+fn xfsaild_blocks_the_signals_that_end_a_process() {
+    // A foreground `labfs mount` takes SIGINT/SIGTERM/SIGHUP with sigwait in one thread;
+    // an xfsaild that left them unblocked would take the default action and kill the
+    // process with the log unwritten.
+    let (_img, fs) = image::mem(16 << 20).mount();
+    let masks = blocked_masks_of_threads_named("xfsaild");
+    assert!(!masks.is_empty(), "a mount runs an xfsaild thread");
+    for mask in masks {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            assert_ne!(mask & (1 << (sig - 1)), 0, "xfsaild blocks signal {sig}");
+        }
+    }
+    drop(fs);
+}

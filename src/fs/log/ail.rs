@@ -340,6 +340,26 @@ impl Fs {
     }
 }
 
+/// Block, in the calling thread, the signals a user sends to end a process. A process-wide
+/// signal goes to any thread that does not block it; a program that takes them with
+/// `sigwait` in one thread (the foreground `labfs mount`) blocks them before it spawns its
+/// own threads, but the mount's xfsaild already exists by then, and a signal delivered to it
+/// would take the default action and kill the process with the log unwritten.
+fn block_process_signals() {
+    use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
+    let mut set = SigSet::empty();
+    for s in [
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+    ] {
+        set.add(s);
+    }
+    // Cannot fail with a valid `how` and set; if it did, the thread stays as it was.
+    let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&set), None);
+}
+
 /// xfsaild: the per-mount thread that pushes the AIL and runs background CIL pushes.
 /// It holds the mount only while it works (weakly otherwise), so dropping the last
 /// `Arc<Fs>` ends it, and it sleeps parked: `Log::wake_aild` unparks it.
@@ -348,6 +368,7 @@ pub fn spawn_aild(fs: &Arc<Fs>) -> crate::fs::error::FsResult<std::thread::JoinH
     let h = std::thread::Builder::new()
         .name("xfsaild".into())
         .spawn(move || {
+            block_process_signals();
             loop {
                 let wait = {
                     let Some(fs) = weak.upgrade() else { return };
