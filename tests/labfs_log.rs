@@ -408,8 +408,19 @@ fn xfsaild_blocks_the_signals_that_end_a_process() {
     // an xfsaild that left them unblocked would take the default action and kill the
     // process with the log unwritten.
     let (_img, fs) = image::mem(16 << 20).mount();
-    let masks = blocked_masks_of_threads_named("xfsaild");
-    assert!(!masks.is_empty(), "a mount runs an xfsaild thread");
+    // The thread names itself once it runs: wait for that.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let masks = loop {
+        let masks = blocked_masks_of_threads_named("xfsaild");
+        if !masks.is_empty() {
+            break masks;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a mount runs an xfsaild thread"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
     for mask in masks {
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             assert_ne!(mask & (1 << (sig - 1)), 0, "xfsaild blocks signal {sig}");

@@ -340,12 +340,14 @@ impl Fs {
     }
 }
 
-/// Block, in the calling thread, the signals a user sends to end a process. A process-wide
-/// signal goes to any thread that does not block it; a program that takes them with
-/// `sigwait` in one thread (the foreground `labfs mount`) blocks them before it spawns its
-/// own threads, but the mount's xfsaild already exists by then, and a signal delivered to it
-/// would take the default action and kill the process with the log unwritten.
-fn block_process_signals() {
+/// Run `spawn` with the signals a user sends to end a process blocked, so the thread it
+/// starts has them blocked from its first instruction (a thread inherits its creator's
+/// mask); the caller's mask is restored after. A process-wide signal goes to any thread
+/// that does not block it: a program that takes them with `sigwait` in one thread (the
+/// foreground `labfs mount`) blocks them before it spawns its own threads, but the mount's
+/// xfsaild exists by then, and a signal delivered to it would take the default action and
+/// kill the process with the log unwritten.
+fn with_process_signals_blocked<T>(spawn: impl FnOnce() -> T) -> T {
     use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
     let mut set = SigSet::empty();
     for s in [
@@ -356,8 +358,14 @@ fn block_process_signals() {
     ] {
         set.add(s);
     }
-    // Cannot fail with a valid `how` and set; if it did, the thread stays as it was.
-    let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&set), None);
+    let mut old = SigSet::empty();
+    // Cannot fail with a valid `how` and set; if it did, the masks stay as they were.
+    let blocked = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&set), Some(&mut old)).is_ok();
+    let out = spawn();
+    if blocked {
+        let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
+    }
+    out
 }
 
 /// xfsaild: the per-mount thread that pushes the AIL and runs background CIL pushes.
@@ -365,39 +373,41 @@ fn block_process_signals() {
 /// `Arc<Fs>` ends it, and it sleeps parked: `Log::wake_aild` unparks it.
 pub fn spawn_aild(fs: &Arc<Fs>) -> crate::fs::error::FsResult<std::thread::JoinHandle<()>> {
     let weak = Arc::downgrade(fs);
-    let h = std::thread::Builder::new()
-        .name("xfsaild".into())
-        .spawn(move || {
-            block_process_signals();
-            loop {
-                let wait = {
-                    let Some(fs) = weak.upgrade() else { return };
-                    if fs.aild_stop.load(Ordering::Acquire) {
-                        return;
+    let spawned = with_process_signals_blocked(|| {
+        std::thread::Builder::new()
+            .name("xfsaild".into())
+            .spawn(move || {
+                loop {
+                    let wait = {
+                        let Some(fs) = weak.upgrade() else { return };
+                        if fs.aild_stop.load(Ordering::Acquire) {
+                            return;
+                        }
+                        if fs.log.want_push.swap(false, Ordering::AcqRel) {
+                            let _ = fs.log.push_cil();
+                            let _ = fs.log.force_background();
+                        }
+                        let (n, pinned) = fs.ail_push_pass(false);
+                        if pinned {
+                            fs.stats.inc(Stat::PushAilFlush);
+                            let _ = fs.log.push_cil();
+                            let _ = fs.log.force_background();
+                        }
+                        if n > 0 {
+                            std::time::Duration::ZERO
+                        } else if pinned {
+                            std::time::Duration::from_millis(20)
+                        } else {
+                            std::time::Duration::from_millis(50)
+                        }
+                    };
+                    if !wait.is_zero() {
+                        std::thread::park_timeout(wait);
                     }
-                    if fs.log.want_push.swap(false, Ordering::AcqRel) {
-                        let _ = fs.log.push_cil();
-                        let _ = fs.log.force_background();
-                    }
-                    let (n, pinned) = fs.ail_push_pass(false);
-                    if pinned {
-                        fs.stats.inc(Stat::PushAilFlush);
-                        let _ = fs.log.push_cil();
-                        let _ = fs.log.force_background();
-                    }
-                    if n > 0 {
-                        std::time::Duration::ZERO
-                    } else if pinned {
-                        std::time::Duration::from_millis(20)
-                    } else {
-                        std::time::Duration::from_millis(50)
-                    }
-                };
-                if !wait.is_zero() {
-                    std::thread::park_timeout(wait);
                 }
-            }
-        })
+            })
+    });
+    let h = spawned
         .map_err(|_| crate::fs::error::FsError::Invalid("could not start the xfsaild thread"))?;
     fs.log.set_aild(h.thread().clone());
     Ok(h)
