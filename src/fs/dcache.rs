@@ -35,11 +35,12 @@
 //! bit, and eviction walks the shard's queue in insertion order, giving referenced entries a
 //! second pass.
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
+use std::collections::VecDeque;
+use std::hash::BuildHasher;
 
 use parking_lot::Mutex;
+
+use crate::fs::fastmap::FastMap;
 
 const SHARDS: usize = 16;
 
@@ -68,7 +69,7 @@ struct Entry {
 
 #[derive(Debug, Default)]
 struct Shard {
-    map: HashMap<Key, Entry>,
+    map: FastMap<Key, Entry>,
     /// Keys in insertion order, with the generation they were queued at.
     queue: VecDeque<(Key, u64)>,
     next_generation: u64,
@@ -130,10 +131,10 @@ impl Dcache {
     }
 
     fn shard(&self, dir: u64, name: &[u8]) -> &Mutex<Shard> {
-        let mut h = DefaultHasher::new();
-        dir.hash(&mut h);
-        name.hash(&mut h);
-        &self.shards[h.finish() as usize % SHARDS]
+        // The middle bits pick the shard: the shard's own table indexes by the low bits of
+        // the same hash and tags entries with the top ones.
+        let h = rustc_hash::FxBuildHasher.hash_one((dir, name));
+        &self.shards[(h >> 32) as usize % SHARDS]
     }
 
     fn key(dir: u64, name: &[u8]) -> Key {

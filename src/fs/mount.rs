@@ -4,7 +4,6 @@
 //! superblock and AG headers and builds the in-core state; operations run through
 //! transactions; [`Fs::unmount`] writes everything back and records the summary counters.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
@@ -14,6 +13,7 @@ use crate::fs::dcache::Dcache;
 use crate::fs::dev::BlockDev;
 use crate::fs::dev::signature::{self, BLANK_PROBE_BYTES, NotBlank};
 use crate::fs::error::{FsError, FsResult, IoOp, SbProblem, ShutdownReason};
+use crate::fs::fastmap::FastMap;
 use crate::fs::format::ag::{AGF_SECTOR, AGI_SECTOR, Agf, Agi};
 use crate::fs::format::dinode::{self, DinodeCore};
 use crate::fs::format::sb::Superblock;
@@ -82,12 +82,12 @@ pub struct Fs {
     pub(crate) aild_stop: AtomicBool,
     /// Freed inodes whose free image is not yet home, by number: a new owner of the number
     /// is not written home before it (see `log::ail`).
-    pub(crate) freed_pending: OrderedMutex<HashMap<u64, Arc<Inode>>>,
+    pub(crate) freed_pending: OrderedMutex<FastMap<u64, Arc<Inode>>>,
     aild: OrderedMutex<Option<std::thread::JoinHandle<()>>>,
     /// Inodes with dirty data pages.
     pub(crate) dirty_data: OrderedMutex<Vec<Arc<Inode>>>,
     /// Inodes under data write-back (the superblock writeback list of thread 002).
-    pub(crate) wb_list: OrderedMutex<HashMap<u64, Arc<Inode>>>,
+    pub(crate) wb_list: OrderedMutex<FastMap<u64, Arc<Inode>>>,
     /// Dirty data pages in all page caches.
     pub(crate) dirty_data_pages: AtomicU64,
     /// Pages in all page caches.
@@ -251,10 +251,10 @@ impl Fs {
             dir_rotor: AtomicU32::new(0),
             log,
             aild_stop: AtomicBool::new(false),
-            freed_pending: OrderedMutex::new(LIST, HashMap::new()),
+            freed_pending: OrderedMutex::new(LIST, FastMap::default()),
             aild: OrderedMutex::new(LIST, None),
             dirty_data: OrderedMutex::new(LIST, Vec::new()),
-            wb_list: OrderedMutex::new(LIST, HashMap::new()),
+            wb_list: OrderedMutex::new(LIST, FastMap::default()),
             dirty_data_pages: AtomicU64::new(0),
             cached_pages: AtomicU64::new(0),
             rename_lock: OrderedMutex::new(LockId::new(LockClass::RenameSerial, 0), ()),

@@ -15,11 +15,12 @@
 //! the whole AIL when someone waits for it to empty (unmount, sync of metadata, memory
 //! pressure in the buffer cache).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::fs::Fs;
+use crate::fs::fastmap::FastMap;
 use crate::fs::format::{BLOCK_SIZE, BlockKind, INODE_SIZE};
 use crate::fs::inode::{InodeWrite, iflags};
 use crate::fs::log::{ItemRef, Log};
@@ -29,7 +30,7 @@ use crate::fs::stats::Stat;
 #[derive(Default)]
 pub struct Ail {
     by_lsn: BTreeMap<(u64, u64), ItemRef>,
-    pos: HashMap<usize, (u64, u64)>,
+    pos: FastMap<usize, (u64, u64)>,
     next: u64,
 }
 

@@ -32,7 +32,7 @@ pub mod record;
 pub mod recover;
 pub mod scan;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -43,6 +43,7 @@ use crate::fs::buf::BufLock;
 use crate::fs::cksum::Cksum;
 use crate::fs::dev::BlockDev;
 use crate::fs::error::{FsError, FsResult, IoOp, ShutdownReason};
+use crate::fs::fastmap::FastMap;
 use crate::fs::inode::Inode;
 use crate::fs::lockcheck::{LockClass, LockId, OrderedMutex};
 use crate::fs::log::ail::Ail;
@@ -112,7 +113,7 @@ struct CilItem {
 struct Cil {
     seq: u64,
     items: Vec<CilItem>,
-    index: HashMap<usize, usize>,
+    index: FastMap<usize, usize>,
     bytes: u64,
 }
 
@@ -121,7 +122,7 @@ impl Cil {
         Cil {
             seq,
             items: Vec::new(),
-            index: HashMap::new(),
+            index: FastMap::default(),
             bytes: 0,
         }
     }

@@ -16,7 +16,7 @@
 //! change older than the home block's LSN, an optimisation, not a correctness rule, for
 //! physical logging replayed in order).
 
-use std::collections::HashMap;
+use crate::fs::fastmap::FastMap;
 
 use crate::fs::cksum::Cksum;
 use crate::fs::dev::BlockDev;
@@ -68,7 +68,7 @@ pub fn read_log(dev: &dyn BlockDev, geo: &Geometry) -> FsResult<Vec<u8>> {
 /// Put the ops of the window's records back together: the committed checkpoints in commit
 /// order, and whether the last record is an unmount record.
 fn checkpoints(window: &scan::LogWindow, log_daddr: u64) -> FsResult<(Vec<Checkpoint>, bool)> {
-    let mut open: HashMap<u32, Checkpoint> = HashMap::new();
+    let mut open: FastMap<u32, Checkpoint> = FastMap::default();
     let mut partial: Option<(u32, Vec<u8>)> = None;
     let mut done = Vec::new();
     let mut last_unmount = false;
@@ -188,7 +188,7 @@ pub fn recover(
     // The scan allows for XFS's most iclogs in flight, whatever this mount's logbufs: the
     // log may have been written with another setting.
     // Pass 1: the last cancel of each block, as (checkpoint, item) position.
-    let mut cancels: HashMap<u64, (usize, usize)> = HashMap::new();
+    let mut cancels: FastMap<u64, (usize, usize)> = FastMap::default();
     for (c, cp) in cps.iter().enumerate() {
         for (i, op) in cp.iter().enumerate() {
             if let Ok(LoggedItem::Cancel { daddr }) = item::parse_item(op) {
@@ -199,7 +199,7 @@ pub fn recover(
     let cancelled_later =
         |daddr: u64, pos: (usize, usize)| cancels.get(&daddr).is_some_and(|&p| p > pos);
     // Pass 2: lay the items over their home blocks.
-    let mut blocks: HashMap<u64, (BlockKind, Vec<u8>)> = HashMap::new();
+    let mut blocks: FastMap<u64, (BlockKind, Vec<u8>)> = FastMap::default();
     let mut order = Vec::new();
     let end = geo.sectors();
     for (c, cp) in cps.iter().enumerate() {
