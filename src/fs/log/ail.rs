@@ -11,7 +11,9 @@
 //! buffer and the cluster written. Items are only *tried*: a locked object is `LOCKED`, an
 //! object whose newest change is not yet stable is `PINNED` (the pass then asks for a CIL
 //! push: the `flush` stat), an inode whose cluster buffer is pinned or busy is `FLUSHING`.
-//! The target keeps a quarter of the log free (XFS 6.11's `xfs_ail_calc_push_target`), or is
+//! The pusher works while less than a quarter of the log is free, reservations and the CIL
+//! counted (XFS 6.11's `xfs_ail_calc_push_target`), up to a quarter of the log past the
+//! tail; or the target is
 //! the whole AIL when someone waits for it to empty (unmount, sync of metadata, memory
 //! pressure in the buffer cache).
 
@@ -137,20 +139,15 @@ impl Fs {
     pub(crate) fn ail_push_pass(&self, all: bool) -> (usize, bool) {
         let log = &self.log;
         let bb = u64::from(log.geometry().log_bb);
+        if !all && !log.space_short() {
+            return (0, false);
+        }
         let items = {
             let ail = log.ail.lock();
             let (Some(min), Some(max)) = (ail.min_abs(), ail.max_abs()) else {
                 return (0, false);
             };
-            let target = if all {
-                max
-            } else {
-                let head = log.head_abs.load(Ordering::Acquire);
-                if (head - min) * 4 < bb * 3 {
-                    return (0, false);
-                }
-                (min + bb / 4).min(max)
-            };
+            let target = if all { max } else { (min + bb / 4).min(max) };
             ail.collect(target, PASS_ITEMS)
         };
         if items.is_empty() {

@@ -480,20 +480,41 @@ impl Log {
         want.min(self.size_bytes() / 8)
     }
 
+    /// The free space below which xfsaild pushes the AIL: a quarter of the log (XFS's
+    /// `xfs_ail_calc_push_target` keeps 25 % free).
+    fn push_threshold(&self) -> i64 {
+        (self.size_bytes() / 4) as i64
+    }
+
+    /// Whether less than a quarter of the log is free, counting reservations and the CIL as
+    /// a reservation does (XFS computes its push target from the reserve grant head, which
+    /// includes both): xfsaild pushes then, so reservations, which wait only at an eighth,
+    /// seldom have to.
+    pub(crate) fn space_short(&self) -> bool {
+        let granted = self.space.lock().granted;
+        self.free_bytes(granted) < self.push_threshold()
+    }
+
     /// Reserve `bytes` of log space (XFS's `xfs_log_reserve`): waits, pushing the AIL, while
     /// the log is too full. `push` runs one inline AIL pass when it has to wait.
     pub fn reserve(&self, bytes: u64, push: &dyn Fn()) -> FsResult<()> {
         self.stats.inc(Stat::TryLogspace);
-        // A quarter of the log stays out of reach of new reservations: overruns and the
-        // checkpoint's headers come out of it.
-        let keep = (self.size_bytes() / 4) as i64;
+        // An eighth of the log stays out of reach of new reservations: regrants of rolled
+        // transactions, overruns and the checkpoint's headers come out of it. Between a
+        // quarter and an eighth free, xfsaild pushes while reservations still go through.
+        let keep = (self.size_bytes() / 8) as i64;
         let mut slept = false;
         loop {
             self.check_ok()?;
             {
                 let mut sp = self.space.lock();
-                if self.free_bytes(sp.granted) - bytes as i64 >= keep {
+                let free = self.free_bytes(sp.granted) - bytes as i64;
+                if free >= keep {
                     sp.granted += bytes;
+                    drop(sp);
+                    if free < self.push_threshold() {
+                        self.wake_aild();
+                    }
                     return Ok(());
                 }
                 if !slept {
