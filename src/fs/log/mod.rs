@@ -186,6 +186,8 @@ struct Iclog {
     state: IclogState,
     /// Ops written so far (the record's payload before padding).
     data: Vec<u8>,
+    /// The record built from `data` for its write (kept to reuse its allocation).
+    image: Vec<u8>,
     ops: u32,
     /// Where the record's header goes (absolute block).
     at: u64,
@@ -312,6 +314,7 @@ impl Log {
             .map(|_| Iclog {
                 state: IclogState::Active,
                 data: Vec::with_capacity(icl_payload),
+                image: Vec::new(),
                 ops: 0,
                 at: 0,
                 wseq: 0,
@@ -784,6 +787,7 @@ impl Log {
         self.trace_iclog(IclogEvent::Sync, &w.icl[c]);
         self.trace_iclog(IclogEvent::Write, &w.icl[c]);
         let data = std::mem::take(&mut w.icl[c].data);
+        let mut image = std::mem::take(&mut w.icl[c].image);
         let ops = w.icl[c].ops;
         let at = w.icl[c].at;
         let prev = w.prev_block;
@@ -798,9 +802,10 @@ impl Log {
             if let Some(m) = self.ail.lock().min_abs() {
                 tail = tail.min(m);
             }
-            self.write_record(&data, ops, at, tail, prev)
+            self.write_record(&data, &mut image, ops, at, tail, prev)
         })
         .inspect_err(|e| self.fail_with(e))?;
+        w.icl[c].image = image;
         let ic = &mut w.icl[c];
         ic.state = IclogState::DoneSync;
         self.trace_iclog(IclogEvent::SyncDone, &w.icl[c]);
@@ -818,14 +823,20 @@ impl Log {
         Ok(())
     }
 
-    /// Build, checksum and write one record (PREFLUSH + FUA).
-    fn write_record(&self, data: &[u8], ops: u32, at: u64, tail: u64, prev: u32) -> FsResult<()> {
-        let mut payload = data.to_vec();
-        payload.resize(data.len().div_ceil(512) * 512, 0);
+    /// Build (into `image`), checksum and write one record (PREFLUSH + FUA).
+    fn write_record(
+        &self,
+        data: &[u8],
+        image: &mut Vec<u8>,
+        ops: u32,
+        at: u64,
+        tail: u64,
+        prev: u32,
+    ) -> FsResult<()> {
         let lsn = self.lsn(at);
         let hdr = RecordHeader {
             cycle: lsn.cycle(),
-            len: payload.len() as u32,
+            len: (data.len().div_ceil(512) * 512) as u32,
             lsn,
             tail_lsn: self.lsn(tail),
             prev_block: prev,
@@ -833,7 +844,7 @@ impl Log {
             size: self.geo.logbsize,
             uuid: self.uuid,
         };
-        let image = record::encode_record(&self.cksum, &hdr, &payload, self.geo.log_bb);
+        record::encode_record_into(&self.cksum, &hdr, data, self.geo.log_bb, image);
         let log_bytes = u64::from(self.geo.log_bb) * 512;
         let off = u64::from(lsn.block()) * 512;
         let base = self.geo.start_daddr * 512;
