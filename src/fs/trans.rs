@@ -538,7 +538,21 @@ impl<'a> Trans<'a> {
     /// checkpoint is stable. Returns the checkpoint sequence (0 when nothing was logged).
     fn commit_logged(&mut self) -> u64 {
         let fs = self.fs;
-        let mut vecs = Vec::new();
+        // One item vector per formatted item, recycled from earlier checkpoints.
+        let formatted = self
+            .bufs
+            .iter()
+            .filter(|b| b.stale || b.new || b.logged != 0)
+            .count()
+            + self
+                .inodes
+                .iter()
+                .filter(|t| t.logged != 0 && matches!(t.lock, TLock::Exclusive(_)))
+                .count();
+        let mut spare = Vec::with_capacity(formatted);
+        fs.log.item_bufs(formatted, &mut spare);
+        let mut item_buf = move || spare.pop().unwrap_or_default();
+        let mut vecs = Vec::with_capacity(formatted);
         let mut bufs = Vec::new();
         for (i, b) in self.bufs.iter_mut().enumerate() {
             if b.stale {
@@ -546,7 +560,7 @@ impl<'a> Trans<'a> {
                 let g = &b.guard;
                 vecs.push(LogVec {
                     obj: ItemRef::Buf(Arc::clone(BufGuard::arc(g))),
-                    data: item::format_cancel(g.kind(), g.daddr().0, g.bytes().len()),
+                    data: item::format_cancel(item_buf(), g.kind(), g.daddr().0, g.bytes().len()),
                     ail: false,
                     keep_oldest: false,
                 });
@@ -575,7 +589,7 @@ impl<'a> Trans<'a> {
             let logmap = if inode_buf { map } else { g.log_map() };
             vecs.push(LogVec {
                 obj: ItemRef::Buf(Arc::clone(BufGuard::arc(g))),
-                data: item::format_buf(g.kind(), g.daddr().0, g.bytes(), logmap),
+                data: item::format_buf(item_buf(), g.kind(), g.daddr().0, g.bytes(), logmap),
                 ail: true,
                 keep_oldest: inode_buf,
             });
@@ -596,7 +610,7 @@ impl<'a> Trans<'a> {
             let image = fs.encode_inode(w, ip.ino);
             vecs.push(LogVec {
                 obj: ItemRef::Inode(ip),
-                data: item::format_inode(w.inode().ino, f, &image),
+                data: item::format_inode(item_buf(), w.inode().ino, f, &image),
                 ail: true,
                 keep_oldest: false,
             });

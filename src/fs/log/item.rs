@@ -139,13 +139,14 @@ pub fn chunk_range(first: usize, last: usize) -> u64 {
     hi & !((1u64 << a) - 1)
 }
 
-/// A buffer item: the chunks of `bytes` set in `map`.
-pub fn format_buf(kind: BlockKind, daddr: u64, bytes: &[u8], map: u64) -> Vec<u8> {
-    // One allocation of the item's exact size (a commit formats several items; growing each
-    // vector chunk by chunk was a fifth of a create's time), and one copy per run of
-    // consecutive chunks.
+/// A buffer item: the chunks of `bytes` set in `map`, formatted into `v` (cleared first; a
+/// recycled vector whose allocation is reused, see [`crate::fs::log::Log::item_bufs`]).
+pub fn format_buf(mut v: Vec<u8>, kind: BlockKind, daddr: u64, bytes: &[u8], map: u64) -> Vec<u8> {
+    // The item's exact size reserved at once (growing the vector chunk by chunk was a fifth
+    // of a create's time), and one copy per run of consecutive chunks.
     let n = map.count_ones() as usize;
-    let mut v = Vec::with_capacity(BUF_HEADER_LEN + n * CHUNK);
+    v.clear();
+    v.reserve(BUF_HEADER_LEN + n * CHUNK);
     let mut head = [0u8; BUF_HEADER_LEN];
     put_u16(&mut head, 0, LI_BUF);
     head[4] = kind_index(kind);
@@ -169,9 +170,10 @@ pub fn format_buf(kind: BlockKind, daddr: u64, bytes: &[u8], map: u64) -> Vec<u8
     v
 }
 
-/// A buffer cancel item: the block at `daddr` was freed.
-pub fn format_cancel(kind: BlockKind, daddr: u64, len: usize) -> Vec<u8> {
-    let mut v = vec![0u8; BUF_HEADER_LEN];
+/// A buffer cancel item: the block at `daddr` was freed (formatted into `v`, cleared first).
+pub fn format_cancel(mut v: Vec<u8>, kind: BlockKind, daddr: u64, len: usize) -> Vec<u8> {
+    v.clear();
+    v.resize(BUF_HEADER_LEN, 0);
     put_u16(&mut v, 0, LI_BUF);
     put_u16(&mut v, 2, BUF_CANCEL);
     v[4] = kind_index(kind);
@@ -181,8 +183,9 @@ pub fn format_cancel(kind: BlockKind, daddr: u64, len: usize) -> Vec<u8> {
 }
 
 /// An inode item carrying the inode's on-disk image, trimmed after its last non-zero byte
-/// (XFS logs the log dinode and only the fork bytes in use; the slot's rest is zero).
-pub fn format_inode(ino: u64, fields: u8, image: &[u8]) -> Vec<u8> {
+/// (XFS logs the log dinode and only the fork bytes in use; the slot's rest is zero);
+/// formatted into `v` (cleared first).
+pub fn format_inode(mut v: Vec<u8>, ino: u64, fields: u8, image: &[u8]) -> Vec<u8> {
     debug_assert_eq!(image.len(), INODE_SIZE);
     let used = image
         .iter()
@@ -195,7 +198,8 @@ pub fn format_inode(ino: u64, fields: u8, image: &[u8]) -> Vec<u8> {
     put_u16(&mut head, 0, LI_INODE);
     put_u16(&mut head, 2, u16::from(fields));
     put_u64(&mut head, 8, ino);
-    let mut v = Vec::with_capacity(INODE_HEADER_LEN + used);
+    v.clear();
+    v.reserve(INODE_HEADER_LEN + used);
     v.extend_from_slice(&head);
     v.extend_from_slice(image);
     v
@@ -327,7 +331,7 @@ mod tests {
             *b = (i % 251) as u8;
         }
         let map = chunk_range(130, 140) | chunk_range(4000, 4095);
-        let item = format_buf(BlockKind::DirData, 88, &bytes, map);
+        let item = format_buf(Vec::new(), BlockKind::DirData, 88, &bytes, map);
         assert_eq!(item.len(), BUF_HEADER_LEN + 2 * CHUNK);
         let LoggedItem::Buf {
             kind,
@@ -351,12 +355,18 @@ mod tests {
     #[test]
     fn inode_and_cancel_items_round_trip_and_garbage_is_refused() {
         let img = [7u8; INODE_SIZE];
-        let item = format_inode(99, fields::CORE, &img);
+        let item = format_inode(Vec::new(), 99, fields::CORE, &img);
         let mut short = [0u8; INODE_SIZE];
         short[..200].fill(3);
-        assert_eq!(format_inode(1, fields::CORE, &short).len(), 16 + 200);
+        assert_eq!(
+            format_inode(Vec::new(), 1, fields::CORE, &short).len(),
+            16 + 200
+        );
         short[..200].fill(0);
-        assert_eq!(format_inode(1, fields::CORE, &short).len(), 16 + CORE_SIZE);
+        assert_eq!(
+            format_inode(Vec::new(), 1, fields::CORE, &short).len(),
+            16 + CORE_SIZE
+        );
         assert_eq!(
             parse_item(&item).unwrap(),
             LoggedItem::Inode {
@@ -365,11 +375,11 @@ mod tests {
                 image: &img
             }
         );
-        let c = format_cancel(BlockKind::Inode, 64, 4096);
+        let c = format_cancel(Vec::new(), BlockKind::Inode, 64, 4096);
         assert_eq!(parse_item(&c).unwrap(), LoggedItem::Cancel { daddr: 64 });
         assert!(parse_item(&[0x12, 0x3c, 0]).is_err());
         assert!(parse_item(&item[..100]).is_err());
-        let mut bad = format_buf(BlockKind::Agf, 1, &[0u8; 512], 0b1);
+        let mut bad = format_buf(Vec::new(), BlockKind::Agf, 1, &[0u8; 512], 0b1);
         bad[24..32].copy_from_slice(&0x30u64.to_be_bytes());
         assert!(parse_item(&bad).is_err(), "map beyond the buffer");
         assert!(parse_item(&[0xff; 40]).is_err());

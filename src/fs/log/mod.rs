@@ -115,7 +115,17 @@ struct Cil {
     items: Vec<CilItem>,
     index: FastMap<usize, usize>,
     bytes: u64,
+    /// Item vectors a checkpoint wrote or a relog replaced, for commits to format into
+    /// ([`Log::item_bufs`]). Commits allocate item vectors and xfsaild's background pushes
+    /// dropped them: freeing another thread's blocks took its malloc arena's lock on every
+    /// item, and the two threads queued on it.
+    spare: Vec<Vec<u8>>,
+    /// The item list of the previous context, emptied, to be the next one's.
+    spare_items: Vec<CilItem>,
 }
+
+/// Spare item vectors the CIL keeps at most (a few MiB of 4 KiB buffer items).
+const SPARE_VECS: usize = 2048;
 
 impl Cil {
     fn new(seq: u64) -> Cil {
@@ -124,6 +134,15 @@ impl Cil {
             items: Vec::new(),
             index: FastMap::default(),
             bytes: 0,
+            spare: Vec::new(),
+            spare_items: Vec::new(),
+        }
+    }
+
+    /// Keep `v` for a later commit to format into, unless enough are kept already.
+    fn recycle(&mut self, v: Vec<u8>) {
+        if self.spare.len() < SPARE_VECS {
+            self.spare.push(v);
         }
     }
 }
@@ -420,6 +439,25 @@ impl Log {
         self.overrun.load(Ordering::Relaxed)
     }
 
+    /// Move up to `n` recycled item vectors into `out`, for a commit to format its items
+    /// into (their allocations are reused; see `Cil::spare`).
+    pub fn item_bufs(&self, n: usize, out: &mut Vec<Vec<u8>>) {
+        let mut cil = self.cil.lock();
+        let from = cil.spare.len().saturating_sub(n);
+        out.extend(cil.spare.drain(from..));
+    }
+
+    /// Give back item vectors a commit took and did not use.
+    pub fn return_item_bufs(&self, bufs: Vec<Vec<u8>>) {
+        if bufs.is_empty() {
+            return;
+        }
+        let mut cil = self.cil.lock();
+        for v in bufs {
+            cil.recycle(v);
+        }
+    }
+
     /// Items in the CIL (committed, not yet checkpointed).
     pub fn cil_len(&self) -> usize {
         self.cil.lock().items.len()
@@ -588,7 +626,8 @@ impl Log {
                     let old = &mut cil.items[i];
                     delta -= old.vec.data.len() as i64;
                     // A cancel stays a cancel only if nothing relogged the object since.
-                    old.vec = v;
+                    let replaced = std::mem::replace(&mut old.vec, v).data;
+                    cil.recycle(replaced);
                 }
                 None => {
                     let i = cil.items.len();
@@ -630,18 +669,24 @@ impl Log {
     pub fn push_cil(&self) -> FsResult<()> {
         self.check_ok()?;
         let _push = self.push.lock();
-        let ctx = {
+        // The context's items move out; its index and the item list's allocation stay for
+        // the next context.
+        let (seq, mut items, ctx_bytes) = {
             let mut cil = self.cil.lock();
             if cil.items.is_empty() {
                 return Ok(());
             }
-            let next = cil.seq + 1;
-            std::mem::replace(&mut *cil, Cil::new(next))
+            let next_items = std::mem::take(&mut cil.spare_items);
+            let items = std::mem::replace(&mut cil.items, next_items);
+            cil.index.clear();
+            let seq = cil.seq;
+            cil.seq += 1;
+            (seq, items, std::mem::take(&mut cil.bytes))
         };
-        let seq = ctx.seq;
         let tid = (seq as u32) ^ 0x5eed_0000;
-        let nitems = ctx.items.len() as u32;
-        let mut objs = Vec::with_capacity(ctx.items.len());
+        let nitems = items.len() as u32;
+        let mut objs = Vec::with_capacity(items.len());
+        let mut written = Vec::with_capacity(items.len());
         let mut w = self.ring.lock();
         self.ensure_room(&mut w, OP_HEADER_LEN)?;
         let start_abs = w.icl[w.curr].at;
@@ -654,11 +699,12 @@ impl Log {
             0,
             &item::trans_header(tid, nitems),
         )?;
-        for it in ctx.items {
+        for it in items.drain(..) {
             self.write_op(&mut w, tid, CLIENT_TRANS, 0, &it.vec.data)?;
             if it.vec.ail {
                 objs.push((it.vec.obj, it.vec.keep_oldest));
             }
+            written.push(it.vec.data);
         }
         self.write_op(&mut w, tid, CLIENT_TRANS, OP_COMMIT, &[])?;
         let c = w.curr;
@@ -669,10 +715,19 @@ impl Log {
         });
         self.set_head(&w);
         drop(w);
+        {
+            let mut cil = self.cil.lock();
+            for v in written {
+                cil.recycle(v);
+            }
+            if cil.spare_items.capacity() < items.capacity() {
+                cil.spare_items = items;
+            }
+        }
         let _ = self
             .cil_bytes
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
-                Some(b.saturating_sub(ctx.bytes))
+                Some(b.saturating_sub(ctx_bytes))
             });
         self.pushed.store(seq, Ordering::Release);
         self.space_cv.notify_all();

@@ -360,7 +360,11 @@ fn crc_pieces(rest: &[u8], heads: usize, len: usize) -> Vec<(&'static str, &[u8]
 /// [`MAX_LOGBSIZE`], does not fit the log, or `hdr.cycle` is not the cycle of `hdr.lsn`:
 /// those are writer bugs, not disk contents.
 pub fn encode_record(cksum: &Cksum, hdr: &RecordHeader, payload: &[u8], log_bb: u32) -> Vec<u8> {
-    assert_eq!(payload.len(), hdr.len as usize, "h_len is the payload length");
+    assert_eq!(
+        payload.len(),
+        hdr.len as usize,
+        "h_len is the payload length"
+    );
     let mut image = Vec::new();
     encode_record_into(cksum, hdr, payload, log_bb, &mut image);
     image
