@@ -58,6 +58,9 @@ struct TBuf {
     /// Invalidated (its block was freed): no longer the cache's buffer for its address, so a
     /// later get of the same address in this transaction must not find it.
     stale: bool,
+    /// An ordered buffer ([`Trans::log_icreate`]): its bytes are not logged, another item
+    /// recreates them at recovery; it is pinned, dirty and in the AIL like a logged one.
+    ordered: bool,
 }
 
 enum TLock {
@@ -130,6 +133,8 @@ pub struct Trans<'a> {
     log_res: u64,
     /// Extents this transaction freed: busy until its checkpoint is stable.
     freed: Vec<(u64, u32)>,
+    /// New inode chunks, each with the held buffer its icreate item is filed under.
+    icreates: Vec<(usize, item::Icreate)>,
 }
 
 impl<'a> Trans<'a> {
@@ -163,6 +168,7 @@ impl<'a> Trans<'a> {
             may_dip: false,
             log_res,
             freed: Vec::new(),
+            icreates: Vec::new(),
         }
     }
 
@@ -265,6 +271,7 @@ impl<'a> Trans<'a> {
             new: false,
             pin_only: false,
             stale: false,
+            ordered: false,
         });
         BufId((self.bufs.len() - 1) as u32)
     }
@@ -365,6 +372,33 @@ impl<'a> Trans<'a> {
         self.bufs[id.0 as usize].pin_only = true;
     }
 
+    /// A new inode chunk at AG block `agbno` of AG `agno` was initialised in the held
+    /// buffers `bufs` (its cluster blocks, in order) with generations from `seed`: log one
+    /// icreate item instead of the blocks' bytes (XFS's `xfs_icreate_log` with ordered
+    /// buffers). The buffers are pinned and go into the AIL with the checkpoint, so the log
+    /// tail cannot pass the item before they are home; recovery writes them afresh from it.
+    pub fn log_icreate(&mut self, agno: u32, agbno: u32, seed: u32, bufs: &[BufId]) {
+        for id in bufs {
+            let b = &mut self.bufs[id.0 as usize];
+            b.new = false;
+            b.logged = 0;
+            b.ordered = true;
+        }
+        if let Some(first) = bufs.first() {
+            self.icreates.push((
+                first.0 as usize,
+                item::Icreate {
+                    agno,
+                    agbno,
+                    count: (bufs.len() * crate::fs::format::INODES_PER_BLOCK as usize) as u32,
+                    isize: crate::fs::format::INODE_SIZE as u32,
+                    length: bufs.len() as u32,
+                    seed,
+                },
+            ));
+        }
+    }
+
     /// The block behind a held buffer was freed: drop its contents from the cache so they are
     /// never written home (XFS's `xfs_trans_binval`).
     pub fn inval_buf(&mut self, id: BufId) {
@@ -463,7 +497,7 @@ impl<'a> Trans<'a> {
     pub fn is_dirty(&self) -> bool {
         self.bufs
             .iter()
-            .any(|b| b.logged != 0 || b.new || b.stale || b.pin_only)
+            .any(|b| b.logged != 0 || b.new || b.stale || b.pin_only || b.ordered)
             || self.inodes.iter().any(|i| i.logged != 0)
     }
 
@@ -548,7 +582,8 @@ impl<'a> Trans<'a> {
                 .inodes
                 .iter()
                 .filter(|t| t.logged != 0 && matches!(t.lock, TLock::Exclusive(_)))
-                .count();
+                .count()
+            + self.icreates.len();
         let mut spare = Vec::with_capacity(formatted);
         fs.log.item_bufs(formatted, &mut spare);
         let mut item_buf = move || spare.pop().unwrap_or_default();
@@ -563,6 +598,24 @@ impl<'a> Trans<'a> {
                     data: item::format_cancel(item_buf(), g.kind(), g.daddr().0, g.bytes().len()),
                     ail: false,
                     keep_oldest: false,
+                });
+                bufs.push(i);
+                continue;
+            }
+            if std::mem::take(&mut b.ordered) {
+                // Its bytes are not logged: the chunk's icreate item (filed under its first
+                // buffer) recreates them; the others carry nothing but their AIL place.
+                let g = &mut b.guard;
+                g.add_logged(0);
+                let data = match self.icreates.iter().position(|c| c.0 == i) {
+                    Some(k) => item::format_icreate(item_buf(), &self.icreates.swap_remove(k).1),
+                    None => Vec::new(),
+                };
+                vecs.push(LogVec {
+                    obj: ItemRef::Buf(Arc::clone(BufGuard::arc(g))),
+                    data,
+                    ail: true,
+                    keep_oldest: true,
                 });
                 bufs.push(i);
                 continue;

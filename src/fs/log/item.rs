@@ -16,6 +16,7 @@
 //! |---|---|---|
 //! | buffer `0x123c` | 32 + 128 per chunk | type, flags (CANCEL), kind, daddr, length, chunk map; then the logged 128-byte chunks in order |
 //! | inode `0x123b` | 16 + 176..512 | type, fields (core, data fork, timestamps), inode number; then the on-disk inode image up to its last non-zero byte (the rest of the slot is zero) |
+//! | icreate `0x123f` | 28 | type, size (28), AG, first AG block, inodes (64), inode size (512), blocks (8), generation seed: a new inode chunk, whose cluster blocks recovery writes afresh (XFS's `xfs_icreate_log`) |
 //!
 //! A buffer item logs every chunk changed since the buffer was last written home (XFS keeps
 //! a buffer log item's dirty map until write-back), not only the last transaction's: the
@@ -55,10 +56,14 @@ pub const CHUNK: usize = 128;
 pub const LI_BUF: u16 = 0x123c;
 /// Inode log item type (`XFS_LI_INODE`).
 pub const LI_INODE: u16 = 0x123b;
+/// Inode-create item type (`XFS_LI_ICREATE`).
+pub const LI_ICREATE: u16 = 0x123f;
 /// Buffer item flag: the block was freed; earlier images of it must not be replayed.
 pub const BUF_CANCEL: u16 = 0x1;
 const BUF_HEADER_LEN: usize = 32;
 const INODE_HEADER_LEN: usize = 16;
+/// Bytes of an icreate item (XFS's `xfs_icreate_log`).
+pub const ICREATE_LEN: usize = 28;
 
 /// Inode item fields: which parts of the inode a transaction changed (XFS's `XFS_ILOG_*`).
 pub mod fields {
@@ -205,6 +210,41 @@ pub fn format_inode(mut v: Vec<u8>, ino: u64, fields: u8, image: &[u8]) -> Vec<u
     v
 }
 
+/// A new inode chunk: `count` inodes of `isize` bytes in the `length` blocks from AG block
+/// `agbno` of AG `agno`, initialised free with generations from `seed` (formatted into `v`,
+/// cleared first). The cluster blocks themselves are not logged (XFS's ordered buffers):
+/// recovery writes them afresh from this item.
+pub fn format_icreate(mut v: Vec<u8>, c: &Icreate) -> Vec<u8> {
+    v.clear();
+    v.resize(ICREATE_LEN, 0);
+    put_u16(&mut v, 0, LI_ICREATE);
+    put_u16(&mut v, 2, ICREATE_LEN as u16);
+    put_u32(&mut v, 4, c.agno);
+    put_u32(&mut v, 8, c.agbno);
+    put_u32(&mut v, 12, c.count);
+    put_u32(&mut v, 16, c.isize);
+    put_u32(&mut v, 20, c.length);
+    put_u32(&mut v, 24, c.seed);
+    v
+}
+
+/// What an icreate item says: a new inode chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Icreate {
+    /// The AG.
+    pub agno: u32,
+    /// Its first block in the AG.
+    pub agbno: u32,
+    /// Inodes in the chunk.
+    pub count: u32,
+    /// Bytes per inode.
+    pub isize: u32,
+    /// Blocks in the chunk.
+    pub length: u32,
+    /// The seed each inode's generation number is made from.
+    pub seed: u32,
+}
+
 fn kind_index(kind: BlockKind) -> u8 {
     BlockKind::ALL.iter().position(|k| *k == kind).unwrap_or(0) as u8
 }
@@ -230,6 +270,8 @@ pub enum LoggedItem<'a> {
         /// Its home address in sectors.
         daddr: u64,
     },
+    /// A new inode chunk (its blocks are written afresh).
+    Icreate(Icreate),
     /// An inode's image.
     Inode {
         /// The inode number.
@@ -293,6 +335,19 @@ pub fn parse_item(d: &[u8]) -> Result<LoggedItem<'_>, String> {
                 fields: get_u16(d, 2) as u8,
                 image: &d[INODE_HEADER_LEN..],
             })
+        }
+        LI_ICREATE => {
+            if d.len() != ICREATE_LEN || usize::from(get_u16(d, 2)) != ICREATE_LEN {
+                return Err(format!("an icreate item of {} bytes", d.len()));
+            }
+            Ok(LoggedItem::Icreate(Icreate {
+                agno: get_u32(d, 4),
+                agbno: get_u32(d, 8),
+                count: get_u32(d, 12),
+                isize: get_u32(d, 16),
+                length: get_u32(d, 20),
+                seed: get_u32(d, 24),
+            }))
         }
         t => Err(format!("unknown log item type {t:#06x}")),
     }
@@ -383,6 +438,25 @@ mod tests {
         bad[24..32].copy_from_slice(&0x30u64.to_be_bytes());
         assert!(parse_item(&bad).is_err(), "map beyond the buffer");
         assert!(parse_item(&[0xff; 40]).is_err());
+    }
+
+    #[test]
+    fn icreate_items_round_trip_and_a_wrong_size_is_refused() {
+        let c = Icreate {
+            agno: 3,
+            agbno: 4096,
+            count: 64,
+            isize: 512,
+            length: 8,
+            seed: 0xdead_beef,
+        };
+        let item = format_icreate(Vec::new(), &c);
+        assert_eq!(item.len(), ICREATE_LEN);
+        assert_eq!(parse_item(&item).unwrap(), LoggedItem::Icreate(c));
+        assert!(parse_item(&item[..24]).is_err());
+        let mut long = item.clone();
+        long.push(0);
+        assert!(parse_item(&long).is_err());
     }
 
     #[test]

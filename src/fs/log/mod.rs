@@ -95,7 +95,8 @@ impl std::fmt::Debug for ItemRef {
 pub struct LogVec {
     /// The object.
     pub obj: ItemRef,
-    /// The formatted item ([`item`]).
+    /// The formatted item ([`item`]); empty for an ordered buffer that another item
+    /// recreates at recovery (it takes an AIL place but writes no op).
     pub data: Vec<u8>,
     /// Whether the item goes into the AIL when its checkpoint is stable (a cancel does not:
     /// nothing is left to write home).
@@ -563,8 +564,9 @@ impl Log {
                 }
                 self.stats.inc(Stat::SleepLogspace);
             }
-            // Items pinned in the CIL cannot be written home until it is checkpointed.
-            if self.cil_bytes.load(Ordering::Acquire) > 0 {
+            // Items pinned in the CIL cannot be written home until it is checkpointed (an
+            // ordered buffer's item has no bytes, so ask for items, not bytes).
+            if self.cil_len() > 0 {
                 self.push_cil()?;
                 self.force_current(None, false)?;
             }
@@ -620,11 +622,16 @@ impl Log {
         let mut delta: i64 = 0;
         for v in vecs {
             let id = v.obj.id();
-            delta += v.data.len() as i64;
+            // An item's size on the log: its data and its op header (none when empty).
+            let logged = |data: &[u8]| match data.len() {
+                0 => 0,
+                n => (n + OP_HEADER_LEN) as i64,
+            };
+            delta += logged(&v.data);
             match cil.index.get(&id) {
                 Some(&i) => {
                     let old = &mut cil.items[i];
-                    delta -= old.vec.data.len() as i64;
+                    delta -= logged(&old.vec.data);
                     // A cancel stays a cancel only if nothing relogged the object since.
                     let replaced = std::mem::replace(&mut old.vec, v).data;
                     cil.recycle(replaced);
@@ -635,7 +642,6 @@ impl Log {
                     cil.index.insert(id, i);
                 }
             }
-            delta += OP_HEADER_LEN as i64;
         }
         let seq = cil.seq;
         let bytes = (cil.bytes as i64 + delta).max(0) as u64;
@@ -684,7 +690,7 @@ impl Log {
             (seq, items, std::mem::take(&mut cil.bytes))
         };
         let tid = (seq as u32) ^ 0x5eed_0000;
-        let nitems = items.len() as u32;
+        let nitems = items.iter().filter(|it| !it.vec.data.is_empty()).count() as u32;
         let mut objs = Vec::with_capacity(items.len());
         let mut written = Vec::with_capacity(items.len());
         let mut w = self.ring.lock();
@@ -700,7 +706,9 @@ impl Log {
             &item::trans_header(tid, nitems),
         )?;
         for it in items.drain(..) {
-            self.write_op(&mut w, tid, CLIENT_TRANS, 0, &it.vec.data)?;
+            if !it.vec.data.is_empty() {
+                self.write_op(&mut w, tid, CLIENT_TRANS, 0, &it.vec.data)?;
+            }
             if it.vec.ail {
                 objs.push((it.vec.obj, it.vec.keep_oldest));
             }

@@ -208,6 +208,32 @@ pub fn recover(
                 .map_err(|why| corrupt(log_daddr, format!("log item: {why}")))?;
             let (daddr, kind, len) = match &it {
                 LoggedItem::Cancel { .. } => continue,
+                LoggedItem::Icreate(ic) => {
+                    // The chunk's cluster blocks, written afresh (their bytes were never
+                    // logged); a block freed later in the log keeps what came after.
+                    for (daddr, first) in icreate_blocks(geo, ic)
+                        .map_err(|why| corrupt(log_daddr, format!("icreate item: {why}")))?
+                    {
+                        if cancelled_later(daddr, (c, i)) {
+                            continue;
+                        }
+                        let b = match blocks.entry(daddr) {
+                            std::collections::hash_map::Entry::Occupied(o) => {
+                                let (k, b) = o.into_mut();
+                                *k = BlockKind::Inode;
+                                b.clear();
+                                b.resize(BLOCK_SIZE, 0);
+                                b
+                            }
+                            std::collections::hash_map::Entry::Vacant(v) => {
+                                order.push(daddr);
+                                &mut v.insert((BlockKind::Inode, vec![0u8; BLOCK_SIZE])).1
+                            }
+                        };
+                        crate::fs::ialloc::init_cluster(b, first, ic.seed, uuid, cksum);
+                    }
+                    continue;
+                }
                 LoggedItem::Buf {
                     kind, daddr, len, ..
                 } => (*daddr, *kind, *len),
@@ -259,7 +285,7 @@ pub fn recover(
                     slot[..image.len()].copy_from_slice(image);
                     slot[image.len()..].fill(0);
                 }
-                LoggedItem::Cancel { .. } => {}
+                LoggedItem::Cancel { .. } | LoggedItem::Icreate(_) => {}
             }
         }
     }
@@ -283,6 +309,31 @@ pub fn recover(
     dev.flush()
         .map_err(|e| FsError::io(IoOp::FlushDevice, None, e))?;
     Ok(rec)
+}
+
+/// The cluster blocks of an icreate item's chunk, each with its first inode number; `Err`
+/// when the item does not describe a chunk of this filesystem.
+fn icreate_blocks(geo: &Geometry, ic: &item::Icreate) -> Result<Vec<(u64, u64)>, String> {
+    let per_block = crate::fs::format::INODES_PER_BLOCK as u32;
+    let chunk = crate::fs::ialloc::CHUNK_BLOCKS;
+    if ic.agno >= geo.agcount
+        || ic.isize != INODE_SIZE as u32
+        || ic.length != chunk
+        || ic.count != chunk * per_block
+        || !ic.agbno.is_multiple_of(chunk)
+        || u64::from(ic.agbno) + u64::from(ic.length) > u64::from(geo.agblocks)
+    {
+        return Err(format!("{ic:?} is not an inode chunk of this filesystem"));
+    }
+    Ok((0..ic.length)
+        .map(|b| {
+            let agbno = ic.agbno + b;
+            (
+                geo.ag_daddr(ic.agno, agbno).0,
+                geo.ino(ic.agno, Geometry::agbno_agino(agbno)),
+            )
+        })
+        .collect())
 }
 
 /// Zero the blocks after the head that a torn write may have left (XFS's
