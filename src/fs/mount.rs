@@ -187,7 +187,7 @@ impl Fs {
         *fs.aild.lock() = Some(crate::fs::log::ail::spawn_aild(&fs)?);
         let weak = Arc::downgrade(&fs);
         fs.bufs.set_relief_push(Box::new(move || {
-            weak.upgrade().map_or(0, |fs| fs.ail_push_pass(true).0)
+            weak.upgrade().map_or(0, |fs| fs.relieve_buffer_pressure())
         }));
         Ok(fs)
     }
@@ -461,6 +461,25 @@ impl Fs {
         crate::fs::bmap::encode_fork(&core.fork, dinode::literal_mut(&mut raw));
         self.bufs.cksum().update(BlockKind::Inode, &mut raw);
         raw
+    }
+
+    /// The buffer cache is over its limit with dirty buffers: push the AIL; if that wrote
+    /// nothing home or met pinned items, checkpoint the CIL and push again (XFS's xfsaild
+    /// flushes the CIL on pinned items). Dirty buffers the CIL pins are bounded by its log
+    /// bytes only loosely: a new chunk's cluster buffers are ordered (no log bytes) and a new
+    /// block logs only what was written into it. Returns the items written home.
+    pub(crate) fn relieve_buffer_pressure(&self) -> usize {
+        let (n, pinned) = self.ail_push_pass(true);
+        if n > 0 && !pinned {
+            return n;
+        }
+        if pinned {
+            self.stats.inc(Stat::PushAilFlush);
+        }
+        if self.log.push_cil().is_err() || self.log.force_background().is_err() {
+            return n;
+        }
+        n + self.ail_push_pass(true).0
     }
 
     /// Make all metadata durable: force the log (metadata then stays in the log until the

@@ -36,9 +36,17 @@ use crate::fs::log::item::{self, fields};
 use crate::fs::log::{ItemRef, LogVec};
 use crate::fs::stats::Stat;
 
-/// The chunk map of a whole buffer of `len` bytes.
-fn full_map(len: usize) -> u64 {
-    crate::fs::log::item::chunk_range(0, len - 1)
+/// A block logged over zeros must hold zeros in every chunk it does not log, or replay would
+/// lose what was written there without a `log_buf` (the checking builds' guard on the
+/// contract "every change is logged").
+#[cfg(any(debug_assertions, feature = "lockcheck"))]
+fn check_unlogged_zero(kind: BlockKind, daddr: u64, bytes: &[u8], map: u64) {
+    use crate::fs::log::item::CHUNK;
+    for (c, chunk) in bytes.chunks(CHUNK).enumerate() {
+        if map & (1u64 << c) == 0 && chunk.iter().any(|&b| b != 0) {
+            panic!("{kind} block at daddr {daddr} changed chunk {c} without logging it");
+        }
+    }
 }
 
 /// An inode joined to a transaction.
@@ -50,8 +58,8 @@ struct TBuf {
     /// 128-byte chunks this transaction changed (the buffer log item's map, XFS's
     /// `XFS_BLF_CHUNK` bitmap).
     logged: u64,
-    /// Got with [`Trans::new_buf`]: the whole block is new, so all of it is logged (replay
-    /// must not lay changes over what the block held before).
+    /// Got with [`Trans::new_buf`]: the block starts as zeros, and its log items say so
+    /// (replay must not lay changes over what the block held before).
     new: bool,
     /// Changed in memory for a change another item logs ([`Trans::pin_buf`]).
     pin_only: bool,
@@ -620,29 +628,46 @@ impl<'a> Trans<'a> {
                 bufs.push(i);
                 continue;
             }
-            let mut map = std::mem::take(&mut b.logged);
-            if b.new {
-                map = full_map(b.guard.bytes().len());
-                b.new = false;
-            }
-            if std::mem::take(&mut b.pin_only) && map == 0 {
+            let map = std::mem::take(&mut b.logged);
+            let new = std::mem::take(&mut b.new);
+            if std::mem::take(&mut b.pin_only) && map == 0 && !new {
                 b.guard.add_logged(0);
                 bufs.push(i);
                 continue;
             }
-            if map == 0 {
+            if map == 0 && !new {
                 continue;
             }
             let g = &mut b.guard;
             // Inode cluster buffers log only this transaction's chunks and keep their first
             // AIL position: the in-core inodes, logged as inode items, are newer than the
-            // cluster's bytes for every slot not changed here (see log::item).
+            // cluster's bytes for every slot not changed here (see log::item). Every other
+            // buffer logs all it changed since it was last home, over zeros if it was made
+            // new since (only what was written into it is logged; the rest is zero).
             let inode_buf = g.kind() == BlockKind::Inode;
             g.add_logged(map);
-            let logmap = if inode_buf { map } else { g.log_map() };
+            if new {
+                g.set_zeroed();
+            }
+            let (logmap, zeroed) = if inode_buf {
+                (map, new)
+            } else {
+                (g.log_map(), g.is_zeroed())
+            };
+            #[cfg(any(debug_assertions, feature = "lockcheck"))]
+            if zeroed {
+                check_unlogged_zero(g.kind(), g.daddr().0, g.bytes(), logmap);
+            }
             vecs.push(LogVec {
                 obj: ItemRef::Buf(Arc::clone(BufGuard::arc(g))),
-                data: item::format_buf(item_buf(), g.kind(), g.daddr().0, g.bytes(), logmap),
+                data: item::format_buf(
+                    item_buf(),
+                    g.kind(),
+                    g.daddr().0,
+                    g.bytes(),
+                    logmap,
+                    zeroed,
+                ),
                 ail: true,
                 keep_oldest: inode_buf,
             });

@@ -14,13 +14,18 @@
 //!
 //! | item | bytes | fields |
 //! |---|---|---|
-//! | buffer `0x123c` | 32 + 128 per chunk | type, flags (CANCEL), kind, daddr, length, chunk map; then the logged 128-byte chunks in order |
+//! | buffer `0x123c` | 32 + 128 per chunk | type, flags (CANCEL, ZERO), kind, daddr, length, chunk map; then the logged 128-byte chunks in order |
 //! | inode `0x123b` | 16 + 176..512 | type, fields (core, data fork, timestamps), inode number; then the on-disk inode image up to its last non-zero byte (the rest of the slot is zero) |
 //! | icreate `0x123f` | 28 | type, size (28), AG, first AG block, inodes (64), inode size (512), blocks (8), generation seed: a new inode chunk, whose cluster blocks recovery writes afresh (XFS's `xfs_icreate_log`) |
 //!
 //! A buffer item logs every chunk changed since the buffer was last written home (XFS keeps
 //! a buffer log item's dirty map until write-back), not only the last transaction's: the
 //! checkpoint that moves the item forward in the AIL must carry all of its unwritten state.
+//! A block initialised since it was last home (got new: zeroed, not read) carries ZERO:
+//! recovery starts it from zeros, so only the chunks written since need logging (every
+//! change is logged, so the others are zero in memory too). XFS logs a new block's
+//! initialised regions only; logging all of it made every relog of a directory's newest
+//! data and free-index blocks a full 4 KiB.
 
 use crate::fs::format::dinode::CORE_SIZE;
 use crate::fs::format::endian::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
@@ -60,6 +65,9 @@ pub const LI_INODE: u16 = 0x123b;
 pub const LI_ICREATE: u16 = 0x123f;
 /// Buffer item flag: the block was freed; earlier images of it must not be replayed.
 pub const BUF_CANCEL: u16 = 0x1;
+/// Buffer item flag: the block was initialised as zeros since it was last home; replay
+/// starts from zeros, not from the home block, and lays the chunks over them.
+pub const BUF_ZERO: u16 = 0x2;
 const BUF_HEADER_LEN: usize = 32;
 const INODE_HEADER_LEN: usize = 16;
 /// Bytes of an icreate item (XFS's `xfs_icreate_log`).
@@ -144,9 +152,17 @@ pub fn chunk_range(first: usize, last: usize) -> u64 {
     hi & !((1u64 << a) - 1)
 }
 
-/// A buffer item: the chunks of `bytes` set in `map`, formatted into `v` (cleared first; a
-/// recycled vector whose allocation is reused, see [`crate::fs::log::Log::item_bufs`]).
-pub fn format_buf(mut v: Vec<u8>, kind: BlockKind, daddr: u64, bytes: &[u8], map: u64) -> Vec<u8> {
+/// A buffer item: the chunks of `bytes` set in `map`, over zeros when `zeroed` (else over the
+/// home block), formatted into `v` (cleared first; a recycled vector whose allocation is
+/// reused, see [`crate::fs::log::Log::item_bufs`]).
+pub fn format_buf(
+    mut v: Vec<u8>,
+    kind: BlockKind,
+    daddr: u64,
+    bytes: &[u8],
+    map: u64,
+    zeroed: bool,
+) -> Vec<u8> {
     // The item's exact size reserved at once (growing the vector chunk by chunk was a fifth
     // of a create's time), and one copy per run of consecutive chunks.
     let n = map.count_ones() as usize;
@@ -154,6 +170,9 @@ pub fn format_buf(mut v: Vec<u8>, kind: BlockKind, daddr: u64, bytes: &[u8], map
     v.reserve(BUF_HEADER_LEN + n * CHUNK);
     let mut head = [0u8; BUF_HEADER_LEN];
     put_u16(&mut head, 0, LI_BUF);
+    if zeroed {
+        put_u16(&mut head, 2, BUF_ZERO);
+    }
     head[4] = kind_index(kind);
     put_u64(&mut head, 8, daddr);
     put_u32(&mut head, 16, bytes.len() as u32);
@@ -262,6 +281,8 @@ pub enum LoggedItem<'a> {
         len: usize,
         /// Which chunks follow.
         map: u64,
+        /// The chunks go over zeros, not over the home block ([`BUF_ZERO`]).
+        zeroed: bool,
         /// The logged chunks, in order.
         data: &'a [u8],
     },
@@ -322,6 +343,7 @@ pub fn parse_item(d: &[u8]) -> Result<LoggedItem<'_>, String> {
                 daddr,
                 len,
                 map,
+                zeroed: get_u16(d, 2) & BUF_ZERO != 0,
                 data: &d[BUF_HEADER_LEN..],
             })
         }
@@ -386,19 +408,26 @@ mod tests {
             *b = (i % 251) as u8;
         }
         let map = chunk_range(130, 140) | chunk_range(4000, 4095);
-        let item = format_buf(Vec::new(), BlockKind::DirData, 88, &bytes, map);
+        let item = format_buf(Vec::new(), BlockKind::DirData, 88, &bytes, map, false);
         assert_eq!(item.len(), BUF_HEADER_LEN + 2 * CHUNK);
         let LoggedItem::Buf {
             kind,
             daddr,
             len,
             map: m,
+            zeroed,
             data,
         } = parse_item(&item).unwrap()
         else {
             panic!("not a buffer item")
         };
         assert_eq!((kind, daddr, len, m), (BlockKind::DirData, 88, 4096, map));
+        assert!(!zeroed);
+        let new = format_buf(Vec::new(), BlockKind::DirData, 88, &bytes, map, true);
+        assert!(matches!(
+            parse_item(&new).unwrap(),
+            LoggedItem::Buf { zeroed: true, .. }
+        ));
         let mut home = vec![0xeeu8; 4096];
         apply_chunks(&mut home, map, data);
         assert_eq!(&home[128..256], &bytes[128..256]);
@@ -434,7 +463,7 @@ mod tests {
         assert_eq!(parse_item(&c).unwrap(), LoggedItem::Cancel { daddr: 64 });
         assert!(parse_item(&[0x12, 0x3c, 0]).is_err());
         assert!(parse_item(&item[..100]).is_err());
-        let mut bad = format_buf(Vec::new(), BlockKind::Agf, 1, &[0u8; 512], 0b1);
+        let mut bad = format_buf(Vec::new(), BlockKind::Agf, 1, &[0u8; 512], 0b1, false);
         bad[24..32].copy_from_slice(&0x30u64.to_be_bytes());
         assert!(parse_item(&bad).is_err(), "map beyond the buffer");
         assert!(parse_item(&[0xff; 40]).is_err());

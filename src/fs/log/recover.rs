@@ -258,10 +258,14 @@ pub fn recover(
             if cancelled_later(daddr, (c, i)) {
                 continue;
             }
+            // A block the item says starts as zeros is not read from home.
+            let zeroed = matches!(it, LoggedItem::Buf { zeroed: true, .. });
             if let std::collections::hash_map::Entry::Vacant(v) = blocks.entry(daddr) {
                 let mut b = vec![0u8; len];
-                dev.read_at(&mut b, daddr * BBSIZE as u64)
-                    .map_err(|e| FsError::io(IoOp::ReadMeta(kind), Some(daddr), e))?;
+                if !zeroed {
+                    dev.read_at(&mut b, daddr * BBSIZE as u64)
+                        .map_err(|e| FsError::io(IoOp::ReadMeta(kind), Some(daddr), e))?;
+                }
                 v.insert((kind, b));
                 order.push(daddr);
             }
@@ -271,6 +275,9 @@ pub fn recover(
                     log_daddr,
                     format!("log items of {} and {len} bytes for daddr {daddr}", b.len()),
                 ));
+            }
+            if zeroed {
+                b.fill(0);
             }
             match it {
                 LoggedItem::Buf {
