@@ -481,7 +481,9 @@ fn check_node(
         for i in 0..FREE_BESTS as usize {
             let db = first + i as u64;
             let (have, want) = (node::free_best(b, i), want_best(scan, db));
-            if have != want {
+            // Bests from nvalid on are unused; a data block described there is caught by the
+            // nvalid check below.
+            if i < fr.nvalid && have != want {
                 out.push(format!(
                     "{where_}: best of data block {db} is {have:#x}, the block says {want:#x}"
                 ));
