@@ -167,8 +167,9 @@ impl<'a> Trans<'a> {
         };
         Trans {
             fs,
-            bufs: Vec::new(),
-            inodes: Vec::new(),
+            // Room for a create's buffers and inodes, so pushes do not grow the vectors.
+            bufs: Vec::with_capacity(16),
+            inodes: Vec::with_capacity(4),
             sync: false,
             done: false,
             reader: resv == Resv::None,
@@ -580,30 +581,36 @@ impl<'a> Trans<'a> {
     /// checkpoint is stable. Returns the checkpoint sequence (0 when nothing was logged).
     fn commit_logged(&mut self) -> u64 {
         let fs = self.fs;
-        // One item vector per formatted item, recycled from earlier checkpoints.
-        let formatted = self
+        // One item vector per formatted item, recycled from earlier checkpoints: buffer
+        // items take large ones, the rest small ones.
+        let buf_items = self
             .bufs
             .iter()
-            .filter(|b| b.stale || b.new || b.logged != 0)
-            .count()
+            .filter(|b| !b.stale && (b.new || b.logged != 0))
+            .count();
+        let small_items = self.bufs.iter().filter(|b| b.stale).count()
             + self
                 .inodes
                 .iter()
                 .filter(|t| t.logged != 0 && matches!(t.lock, TLock::Exclusive(_)))
                 .count()
             + self.icreates.len();
-        let mut spare = Vec::with_capacity(formatted);
-        fs.log.item_bufs(formatted, &mut spare);
-        let mut item_buf = move || spare.pop().unwrap_or_default();
-        let mut vecs = Vec::with_capacity(formatted);
-        let mut bufs = Vec::new();
+        let mut spare = crate::fs::log::ItemBufs::default();
+        fs.log.item_bufs(small_items, buf_items, &mut spare);
+        let mut vecs = Vec::with_capacity(buf_items + small_items);
+        let mut bufs = Vec::with_capacity(self.bufs.len());
         for (i, b) in self.bufs.iter_mut().enumerate() {
             if b.stale {
                 // Freed: earlier images of the block must not be replayed over its next use.
                 let g = &b.guard;
                 vecs.push(LogVec {
                     obj: ItemRef::Buf(Arc::clone(BufGuard::arc(g))),
-                    data: item::format_cancel(item_buf(), g.kind(), g.daddr().0, g.bytes().len()),
+                    data: item::format_cancel(
+                        spare.small(),
+                        g.kind(),
+                        g.daddr().0,
+                        g.bytes().len(),
+                    ),
                     ail: false,
                     keep_oldest: false,
                 });
@@ -616,7 +623,7 @@ impl<'a> Trans<'a> {
                 let g = &mut b.guard;
                 g.add_logged(0);
                 let data = match self.icreates.iter().position(|c| c.0 == i) {
-                    Some(k) => item::format_icreate(item_buf(), &self.icreates.swap_remove(k).1),
+                    Some(k) => item::format_icreate(spare.small(), &self.icreates.swap_remove(k).1),
                     None => Vec::new(),
                 };
                 vecs.push(LogVec {
@@ -661,7 +668,7 @@ impl<'a> Trans<'a> {
             vecs.push(LogVec {
                 obj: ItemRef::Buf(Arc::clone(BufGuard::arc(g))),
                 data: item::format_buf(
-                    item_buf(),
+                    spare.large(),
                     g.kind(),
                     g.daddr().0,
                     g.bytes(),
@@ -673,7 +680,7 @@ impl<'a> Trans<'a> {
             });
             bufs.push(i);
         }
-        let mut inodes = Vec::new();
+        let mut inodes = Vec::with_capacity(self.inodes.len());
         for (i, t) in self.inodes.iter_mut().enumerate() {
             let f = std::mem::take(&mut t.logged);
             let TLock::Exclusive(w) = &mut t.lock else {
@@ -688,7 +695,7 @@ impl<'a> Trans<'a> {
             let image = fs.encode_inode(w, ip.ino);
             vecs.push(LogVec {
                 obj: ItemRef::Inode(ip),
-                data: item::format_inode(item_buf(), w.inode().ino, f, &image),
+                data: item::format_inode(spare.small(), w.inode().ino, f, &image),
                 ail: true,
                 keep_oldest: false,
             });

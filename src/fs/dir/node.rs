@@ -494,11 +494,19 @@ fn free_indexes(list: &[Extent]) -> Vec<u64> {
         .collect()
 }
 
+/// The last mapped free-index block (its index), without listing the others.
+fn last_free_index(list: &[Extent]) -> Option<u64> {
+    list.last()
+        .filter(|e| e.end() > FREE_FIRST)
+        .map(|e| e.end() - 1 - FREE_FIRST)
+}
+
 /// Choose a data block for an entry of `size` bytes: `(db, true)` for a new block.
 fn find_space(tp: &mut Trans, dp: InodeId, size: u16) -> FsResult<(u64, bool)> {
     let usable = |v: u16| v != NULL_BEST && v >= size;
-    let frees = free_indexes(tp.ic(dp).fork.extents());
-    let Some(&last_f) = frees.last() else {
+    // The last data block is the usual answer: find it without listing every free-index
+    // block (a create in a big directory did that, allocating, every time).
+    let Some(last_f) = last_free_index(tp.ic(dp).fork.extents()) else {
         return Err(super::bad_dir(
             tp,
             dp,
@@ -509,6 +517,7 @@ fn find_space(tp: &mut Trans, dp: InodeId, size: u16) -> FsResult<(u64, bool)> {
     if last.nvalid > 0 && usable(free_best(tp.buf(last.id), last.nvalid - 1)) {
         return Ok((last_f * FREE_BESTS + last.nvalid as u64 - 1, false));
     }
+    let frees = free_indexes(tp.ic(dp).fork.extents());
     let mut hole = None;
     let mut expect = 0u64;
     for &f in &frees {

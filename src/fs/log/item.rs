@@ -69,6 +69,8 @@ pub const BUF_CANCEL: u16 = 0x1;
 /// starts from zeros, not from the home block, and lays the chunks over them.
 pub const BUF_ZERO: u16 = 0x2;
 const BUF_HEADER_LEN: usize = 32;
+/// The largest buffer item labfs formats: a whole 4 KiB block.
+pub const MAX_BUF_ITEM: usize = BUF_HEADER_LEN + crate::fs::format::BLOCK_SIZE;
 const INODE_HEADER_LEN: usize = 16;
 /// Bytes of an icreate item (XFS's `xfs_icreate_log`).
 pub const ICREATE_LEN: usize = 28;
