@@ -103,6 +103,16 @@ impl InodeCache {
         Some(Arc::clone(ip))
     }
 
+    /// The cached inode `ino` if it is cached and not freed, neither counted as an `iget`
+    /// nor marked used (the AIL flushing a cluster's other inodes is no use of them).
+    pub fn peek_quiet(&self, ino: u64) -> Option<Arc<Inode>> {
+        let shard = self.shard(ino).lock();
+        shard
+            .get(&ino)
+            .filter(|ip| !ip.has_flag(crate::fs::inode::iflags::FREED))
+            .cloned()
+    }
+
     /// Insert a freshly read or allocated inode. If another thread inserted the same inode
     /// meanwhile, that one wins and is returned (`ig dup`).
     pub fn insert(&self, ip: Arc<Inode>, stats: &MountStats) -> Arc<Inode> {

@@ -226,6 +226,7 @@ impl Fs {
                 dev_id,
                 stable: bufs.stable_cell(),
                 shutdown: Arc::clone(bufs.shutdown_state()),
+                pin_limit: bufs.limit_bytes() / 4,
             },
             LogGeometry {
                 start_daddr: geo.logstart * crate::fs::format::BB_PER_BLOCK,
@@ -463,23 +464,35 @@ impl Fs {
         raw
     }
 
-    /// The buffer cache is over its limit with dirty buffers: push the AIL; if that wrote
-    /// nothing home or met pinned items, checkpoint the CIL and push again (XFS's xfsaild
-    /// flushes the CIL on pinned items). Dirty buffers the CIL pins are bounded by its log
-    /// bytes only loosely: a new chunk's cluster buffers are ordered (no log bytes) and a new
-    /// block logs only what was written into it. Returns the items written home.
+    /// The buffer cache is over its limit with dirty buffers: push the AIL, pass after pass
+    /// while passes write items home (one pass takes at most a thousand, and small items
+    /// (inode items, icreates, blocks logged over zeros) let a log hold many more than
+    /// that); when a pass writes nothing, checkpoint the CIL once so what it pins can go
+    /// too (XFS's xfsaild flushes the CIL when pinned items stall it). Returns the items
+    /// written home.
     pub(crate) fn relieve_buffer_pressure(&self) -> usize {
-        let (n, pinned) = self.ail_push_pass(true);
-        if n > 0 && !pinned {
-            return n;
+        /// Passes one relief runs at most (a bound on the stall of the caller).
+        const RELIEF_PASSES: usize = 16;
+        let mut total = 0;
+        let mut flushed = false;
+        for _ in 0..RELIEF_PASSES {
+            let (n, pinned) = self.ail_push_pass(true);
+            total += n;
+            if n > 0 {
+                continue;
+            }
+            if flushed || (!pinned && self.log.cil_len() == 0) {
+                break;
+            }
+            if pinned {
+                self.stats.inc(Stat::PushAilFlush);
+            }
+            if self.log.push_cil().is_err() || self.log.force_background().is_err() {
+                break;
+            }
+            flushed = true;
         }
-        if pinned {
-            self.stats.inc(Stat::PushAilFlush);
-        }
-        if self.log.push_cil().is_err() || self.log.force_background().is_err() {
-            return n;
-        }
-        n + self.ail_push_pass(true).0
+        total
     }
 
     /// Make all metadata durable: force the log (metadata then stays in the log until the

@@ -613,6 +613,7 @@ impl<'a> Trans<'a> {
                     ),
                     ail: false,
                     keep_oldest: false,
+                    pins: 0,
                 });
                 bufs.push(i);
                 continue;
@@ -631,6 +632,7 @@ impl<'a> Trans<'a> {
                     data,
                     ail: true,
                     keep_oldest: true,
+                    pins: g.bytes().len() as u32,
                 });
                 bufs.push(i);
                 continue;
@@ -677,6 +679,7 @@ impl<'a> Trans<'a> {
                 ),
                 ail: true,
                 keep_oldest: inode_buf,
+                pins: g.bytes().len() as u32,
             });
             bufs.push(i);
         }
@@ -698,6 +701,7 @@ impl<'a> Trans<'a> {
                 data: item::format_inode(spare.small(), w.inode().ino, f, &image),
                 ail: true,
                 keep_oldest: false,
+                pins: 0,
             });
             inodes.push((i, f & !fields::TIMESTAMP != 0));
         }

@@ -126,6 +126,9 @@ pub struct LogVec {
     /// Whether a relogged item keeps its older AIL position instead of moving forward: its
     /// vector carries only this checkpoint's changes (inode cluster buffers).
     pub keep_oldest: bool,
+    /// Bytes of buffer memory the item pins until its checkpoint is stable (a buffer's
+    /// length; 0 for an inode).
+    pub pins: u32,
 }
 
 struct CilItem {
@@ -138,6 +141,8 @@ struct Cil {
     items: Vec<CilItem>,
     index: FastMap<usize, usize>,
     bytes: u64,
+    /// Buffer memory the context's items pin (each buffer counted once).
+    pinned: u64,
     /// Item vectors a checkpoint wrote or a relog replaced, for commits to format into
     /// ([`Log::item_bufs`]), in two sizes: `large` ones hold any buffer item, `small` ones
     /// inode, cancel and icreate items. Commits allocate item vectors and xfsaild's
@@ -167,6 +172,7 @@ impl Cil {
             items: Vec::new(),
             index: FastMap::default(),
             bytes: 0,
+            pinned: 0,
             spare: SpareVecs::default(),
             spare_items: Vec::new(),
         }
@@ -300,6 +306,9 @@ pub struct LogMount {
     pub stable: Arc<AtomicU64>,
     /// The mount's shutdown state.
     pub shutdown: Arc<ShutdownState>,
+    /// Buffer memory the CIL may pin before a background push (a quarter of the buffer
+    /// cache's limit), so a cache with a memory limit can always be relieved.
+    pub pin_limit: u64,
 }
 
 /// A mount's log.
@@ -339,6 +348,8 @@ pub struct Log {
     overrun: AtomicU64,
     /// Freed extents (first block, length, checkpoint) not yet known stable.
     busy: OrderedMutex<Vec<(u64, u32, u64)>>,
+    /// See [`LogMount::pin_limit`].
+    pin_limit: u64,
 }
 
 impl std::fmt::Debug for Log {
@@ -364,6 +375,7 @@ impl Log {
             dev_id,
             stable,
             shutdown,
+            pin_limit,
         } = mount;
         let hsize = record::header_sectors(geo.logbsize as usize) * record::HEADER_SIZE;
         let icl_payload = geo.logbsize as usize - hsize;
@@ -414,6 +426,7 @@ impl Log {
             shutdown,
             overrun: AtomicU64::new(0),
             busy: OrderedMutex::new(LockId::new(LockClass::List, 0), Vec::new()),
+            pin_limit,
         }
     }
 
@@ -666,6 +679,7 @@ impl Log {
                     cil.recycle(replaced);
                 }
                 None => {
+                    cil.pinned += u64::from(v.pins);
                     let i = cil.items.len();
                     cil.items.push(CilItem { vec: v });
                     cil.index.insert(id, i);
@@ -673,6 +687,7 @@ impl Log {
             }
         }
         let seq = cil.seq;
+        let pinned = cil.pinned;
         let bytes = (cil.bytes as i64 + delta).max(0) as u64;
         let grew = bytes.saturating_sub(cil.bytes);
         cil.bytes = bytes;
@@ -690,7 +705,9 @@ impl Log {
             self.overrun.fetch_add(grew - resv, Ordering::Relaxed);
         }
         self.release(resv);
-        if bytes > self.size_bytes() / 8 {
+        // An ordered cluster buffer or a block logged over zeros pins a whole buffer for few
+        // log bytes, so the buffer memory the CIL pins is bounded too.
+        if bytes > self.size_bytes() / 8 || pinned > self.pin_limit {
             // The background push (XLOG_CIL_SPACE_LIMIT): xfsaild's thread checkpoints.
             self.want_push.store(true, Ordering::Release);
             self.wake_aild();
@@ -714,6 +731,7 @@ impl Log {
             let next_items = std::mem::take(&mut cil.spare_items);
             let items = std::mem::replace(&mut cil.items, next_items);
             cil.index.clear();
+            cil.pinned = 0;
             let seq = cil.seq;
             cil.seq += 1;
             (seq, items, std::mem::take(&mut cil.bytes))
