@@ -20,11 +20,21 @@
 //! buffer cache), and the buffer cache's own count of the bytes it holds at the end.
 //! The CLOCK hand's steps per file show the eviction work (bounded, whatever the size).
 //!
-//! Measured 2026-12-02 (2 cores shared with other builds, load ~3): last-loop files/s 118,781
-//! / 92,951 / 75,443 at 200k / 800k / 3.2M (ratio 0.64; per CPU-second 151,980 / 116,320 /
-//! 83,484, ratio 0.55), 0.15 and 0.29 hand steps per file, RSS 1040 / 1129 / 927 B per file.
-//! With `bufcache=4g` (nothing ever evicted) 3.2M files reach 88,552 per CPU-second against
-//! 150,563 at 200k (0.59): most of the remaining loss is outside the buffer cache.
+//! Measured 2026-12-02, before the journal (2 cores shared with other builds, load ~3):
+//! last-loop files/s 118,781 / 92,951 / 75,443 at 200k / 800k / 3.2M (ratio 0.64; per
+//! CPU-second 151,980 / 116,320 / 83,484, ratio 0.55), 0.15 and 0.29 hand steps per file, RSS
+//! 1040 / 1129 / 927 B per file. With `bufcache=4g` (nothing ever evicted) 3.2M files reach
+//! 88,552 per CPU-second against 150,563 at 200k (0.59): most of the remaining loss is outside
+//! the buffer cache.
+//!
+//! Measured 2026-12-03 with the journal, on another helper's busy machine (load ~3): when the
+//! journal landed, 79,198 / 47,321 / 28,304 (ratio 0.36); after the perf branch, four runs gave
+//! 3.2M last loops of 53,155-62,447 files/s against 87,433-125,085 at 200k (ratio 0.42-0.66:
+//! the small run moves most with the load) and per CPU-second ratios 0.50-0.54, 0.15 and 0.28
+//! hand steps per file, RSS 1818 / 1411 / 1008 B per file. What still grows with the file
+//! count is the log: once the directory has more hash leaf blocks than a checkpoint has
+//! creates, each create relogs about one whole dirty leaf (physical logging relogs all of a
+//! block's unwritten changes, as XFS does), and memory latency in the bigger indexes.
 
 use std::path::PathBuf;
 

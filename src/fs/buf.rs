@@ -85,6 +85,9 @@ pub struct BufData {
     dirty: bool,
     /// 128-byte chunks changed since last written home (the buffer log item's dirty map).
     log_map: u64,
+    /// Initialised as zeros (got new) since last written home: its log items say so, and
+    /// carry only the chunks changed since (see [`crate::fs::log::item`]).
+    zeroed: bool,
     /// The newest checkpoint sequence holding a change to this buffer: until that one is
     /// stable on the log, the buffer is pinned and may not be written home.
     pin_seq: u64,
@@ -137,6 +140,16 @@ impl BufData {
     pub fn add_logged(&mut self, map: u64) {
         self.log_map |= map;
         self.dirty = true;
+    }
+
+    /// Whether the block was initialised as zeros since it was last written home.
+    pub fn is_zeroed(&self) -> bool {
+        self.zeroed
+    }
+
+    /// A committed transaction initialised the block as zeros (got it new).
+    pub fn set_zeroed(&mut self) {
+        self.zeroed = true;
     }
 
     /// The change just committed belongs to checkpoint `seq`: pinned until it is stable.
@@ -357,6 +370,7 @@ impl BufCache {
             valid: false,
             dirty: false,
             log_map: 0,
+            zeroed: false,
             pin_seq: 0,
         }));
         shard.insert(daddr.0, Arc::clone(&b));
@@ -504,6 +518,7 @@ impl BufCache {
             self.dirty.lock().remove(&daddr.0);
         }
         g.log_map = 0;
+        g.zeroed = false;
         g.valid = false;
         let mut shard = self.shard(daddr).lock();
         if let Some(b) = shard.peek(daddr.0)
@@ -547,6 +562,7 @@ impl BufCache {
         }
         g.dirty = false;
         g.log_map = 0;
+        g.zeroed = false;
         Ok(())
     }
 

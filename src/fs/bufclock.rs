@@ -12,7 +12,7 @@
 //! the hole (O(1), one index update), and insertion puts the new entry just behind the hand,
 //! so it is the last one the hand reaches, as CLOCK prescribes.
 
-use std::collections::HashMap;
+use crate::fs::fastmap::FastMap;
 
 struct Slot<V> {
     key: u64,
@@ -22,7 +22,7 @@ struct Slot<V> {
 
 /// A set of values keyed by `u64`, in CLOCK order.
 pub struct Clock<V> {
-    index: HashMap<u64, usize>,
+    index: FastMap<u64, usize>,
     slots: Vec<Slot<V>>,
     /// The next slot the hand examines (always `< slots.len()` unless the ring is empty).
     hand: usize,
@@ -42,7 +42,7 @@ pub struct Sweep {
 impl<V> Default for Clock<V> {
     fn default() -> Self {
         Clock {
-            index: HashMap::new(),
+            index: FastMap::default(),
             slots: Vec::new(),
             hand: 0,
         }

@@ -28,7 +28,9 @@
 //!
 //! Run it on a quiet filesystem (after `sync`, with no operation in flight).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use crate::fs::fastmap::{FastMap, FastSet};
 use std::fmt;
 
 use crate::fs::Fs;
@@ -229,7 +231,7 @@ pub fn check(fs: &Fs) -> FsResult<Report> {
     }
     check_superblocks(fs, &mut r);
     // Files: their blocks, and the namespace.
-    let mut kinds: HashMap<u64, (FileKind, u32)> = HashMap::new();
+    let mut kinds: FastMap<u64, (FileKind, u32)> = FastMap::default();
     for &ino in &used_inodes {
         let ip = match fs.iget(ino) {
             Ok(ip) => ip,
@@ -508,10 +510,10 @@ fn dir_entries(
     Ok(entries)
 }
 
-fn check_namespace(fs: &Fs, kinds: &HashMap<u64, (FileKind, u32)>, r: &mut Report) -> FsResult<()> {
-    let mut refs: HashMap<u64, u32> = HashMap::new();
-    let mut subdirs: HashMap<u64, u32> = HashMap::new();
-    let mut seen: HashSet<u64> = HashSet::new();
+fn check_namespace(fs: &Fs, kinds: &FastMap<u64, (FileKind, u32)>, r: &mut Report) -> FsResult<()> {
+    let mut refs: FastMap<u64, u32> = FastMap::default();
+    let mut subdirs: FastMap<u64, u32> = FastMap::default();
+    let mut seen: FastSet<u64> = FastSet::default();
     let mut queue = VecDeque::from([(fs.rootino, fs.rootino)]);
     seen.insert(fs.rootino);
     while let Some((dino, parent)) = queue.pop_front() {

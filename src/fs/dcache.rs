@@ -35,11 +35,12 @@
 //! bit, and eviction walks the shard's queue in insertion order, giving referenced entries a
 //! second pass.
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
+use std::collections::VecDeque;
+use std::hash::BuildHasher;
 
 use parking_lot::Mutex;
+
+use crate::fs::fastmap::FastMap;
 
 const SHARDS: usize = 16;
 
@@ -52,25 +53,31 @@ pub enum Cached {
     Negative,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Key {
-    dir: u64,
-    name: Box<[u8]>,
-}
-
+/// An entry, filed under the 64-bit hash of its (directory, name). The name is kept and
+/// compared on every hit; two names with one hash share a slot, the later evicting the
+/// earlier (a miss, never a wrong answer). Keyed this way, a lookup allocates nothing and
+/// the queue holds no copy of the name.
 #[derive(Debug)]
 struct Entry {
+    dir: u64,
+    name: Box<[u8]>,
     found: Cached,
     referenced: bool,
     /// Which queue slot is this entry's (a slot for an older entry of the same key is stale).
     generation: u64,
 }
 
+impl Entry {
+    fn is(&self, dir: u64, name: &[u8]) -> bool {
+        self.dir == dir && *self.name == *name
+    }
+}
+
 #[derive(Debug, Default)]
 struct Shard {
-    map: HashMap<Key, Entry>,
-    /// Keys in insertion order, with the generation they were queued at.
-    queue: VecDeque<(Key, u64)>,
+    map: FastMap<u64, Entry>,
+    /// Entry hashes in insertion order, with the generation they were queued at.
+    queue: VecDeque<(u64, u64)>,
     next_generation: u64,
 }
 
@@ -129,18 +136,11 @@ impl Dcache {
         self.per_shard > 0
     }
 
-    fn shard(&self, dir: u64, name: &[u8]) -> &Mutex<Shard> {
-        let mut h = DefaultHasher::new();
-        dir.hash(&mut h);
-        name.hash(&mut h);
-        &self.shards[h.finish() as usize % SHARDS]
-    }
-
-    fn key(dir: u64, name: &[u8]) -> Key {
-        Key {
-            dir,
-            name: name.into(),
-        }
+    /// The entry's hash and its shard.
+    fn slot(&self, dir: u64, name: &[u8]) -> (u64, &Mutex<Shard>) {
+        let h = rustc_hash::FxBuildHasher.hash_one((dir, name));
+        // The middle bits pick the shard; the shard's table hashes the hash again.
+        (h, &self.shards[(h >> 32) as usize % SHARDS])
     }
 
     /// What is cached for `name` in directory `dir`, if anything.
@@ -148,8 +148,9 @@ impl Dcache {
         if !self.enabled() || name == b".." {
             return None;
         }
-        let mut shard = self.shard(dir, name).lock();
-        let e = shard.map.get_mut(&Self::key(dir, name))?;
+        let (h, shard) = self.slot(dir, name);
+        let mut shard = shard.lock();
+        let e = shard.map.get_mut(&h).filter(|e| e.is(dir, name))?;
         e.referenced = true;
         Some(e.found)
     }
@@ -160,19 +161,31 @@ impl Dcache {
         if !self.enabled() || name == b".." || name == b"." {
             return;
         }
-        let mut shard = self.shard(dir, name).lock();
+        let (h, shard) = self.slot(dir, name);
+        let mut shard = shard.lock();
         let generation = shard.next_generation;
         shard.next_generation += 1;
-        let key = Self::key(dir, name);
-        shard.queue.push_back((key.clone(), generation));
-        shard.map.insert(
-            key,
-            Entry {
-                found,
-                referenced: false,
-                generation,
-            },
-        );
+        shard.queue.push_back((h, generation));
+        match shard.map.get_mut(&h) {
+            // The same name again: keep its allocation.
+            Some(e) if e.is(dir, name) => {
+                e.found = found;
+                e.referenced = false;
+                e.generation = generation;
+            }
+            _ => {
+                shard.map.insert(
+                    h,
+                    Entry {
+                        dir,
+                        name: name.into(),
+                        found,
+                        referenced: false,
+                        generation,
+                    },
+                );
+            }
+        }
         let limit = self.per_shard;
         shard.reclaim(limit);
     }
@@ -182,10 +195,11 @@ impl Dcache {
         if !self.enabled() {
             return;
         }
-        self.shard(dir, name)
-            .lock()
-            .map
-            .remove(&Self::key(dir, name));
+        let (h, shard) = self.slot(dir, name);
+        let mut shard = shard.lock();
+        if shard.map.get(&h).is_some_and(|e| e.is(dir, name)) {
+            shard.map.remove(&h);
+        }
     }
 
     /// Entries cached now.

@@ -16,6 +16,7 @@ use crate::fs::alloc::{AllocReq, alloc_extent, free_extent};
 use crate::fs::btree::kinds::{FinoSpec, InoRec, InoSpec};
 use crate::fs::btree::store::BufId;
 use crate::fs::btree::{BtreeSpec, Cursor, LookupMode, Root};
+use crate::fs::cksum::Cksum;
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::ag::{AGI_SECTOR, Agi};
 use crate::fs::format::dinode::{self, DinodeCore};
@@ -146,36 +147,46 @@ where
     result
 }
 
-/// Write 64 free inodes into a new chunk's 8 blocks.
+/// Write 64 free inodes into a new chunk's 8 blocks. The log carries an icreate item for
+/// them, not their bytes (XFS's ordered buffers): recovery rebuilds the blocks from it.
 fn init_chunk(tp: &mut Trans, agno: u32, agbno: u32) -> FsResult<()> {
     let fs = tp.fs();
     let geo = fs.geo;
     let uuid = fs.uuid;
     let cksum = fs.bufs.cksum();
+    let seed = generation_seed();
+    let mut ids = Vec::with_capacity(CHUNK_BLOCKS as usize);
     for b in 0..CHUNK_BLOCKS {
         let id = tp.new_buf(geo.ag_daddr(agno, agbno + b), BlockKind::Inode, BLOCK_SIZE)?;
-        let first = Geometry::agbno_agino(agbno + b);
-        for slot in 0..INODES_PER_BLOCK as usize {
-            let ino = geo.ino(agno, first + slot as u32);
-            let raw = &mut tp.buf_mut(id)[slot * INODE_SIZE..(slot + 1) * INODE_SIZE];
-            let core = DinodeCore {
-                generation: fresh_generation(ino),
-                ..DinodeCore::default()
-            };
-            dinode::encode_core(raw, ino, &core, &uuid);
-            cksum.update(BlockKind::Inode, raw);
-        }
-        tp.log_buf(id, 0, BLOCK_SIZE - 1);
+        let first = geo.ino(agno, Geometry::agbno_agino(agbno + b));
+        init_cluster(tp.buf_mut(id), first, seed, &uuid, cksum);
+        ids.push(id);
     }
+    tp.log_icreate(agno, agbno, seed, &ids);
     Ok(())
 }
 
-/// A generation number for a newly initialised inode (varies per inode and chunk reuse).
-fn fresh_generation(ino: u64) -> u32 {
-    let t = std::time::SystemTime::now()
+/// Fill a new chunk's zeroed cluster block whose first inode is `first` with free inodes,
+/// each with its CRC; generation numbers come from the chunk's `seed`. The one definition
+/// of a new cluster's bytes: chunk allocation and log recovery (icreate items) both use it.
+pub(crate) fn init_cluster(block: &mut [u8], first: u64, seed: u32, uuid: &[u8; 16], cksum: Cksum) {
+    for slot in 0..INODES_PER_BLOCK as usize {
+        let ino = first + slot as u64;
+        let raw = &mut block[slot * INODE_SIZE..(slot + 1) * INODE_SIZE];
+        let core = DinodeCore {
+            generation: (ino as u32).wrapping_mul(2_654_435_761) ^ seed,
+            ..DinodeCore::default()
+        };
+        dinode::encode_core(raw, ino, &core, uuid);
+        cksum.update(BlockKind::Inode, raw);
+    }
+}
+
+/// A new chunk's generation seed (varies with chunk reuse; each inode mixes in its number).
+fn generation_seed() -> u32 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    (ino as u32).wrapping_mul(2_654_435_761) ^ t
+        .map_or(0, |d| d.subsec_nanos())
 }
 
 /// Add a chunk to a locked AG. Fails with `NoSpace` if the AG has no 8 aligned blocks.

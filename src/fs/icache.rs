@@ -11,10 +11,10 @@
 //! eviction counts once in each of `rele`, `reclaim` and `remove` (destroy, mark reclaimable,
 //! free in XFS).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::fs::fastmap::FastMap;
 use crate::fs::inode::{Inode, InodeRead};
 use crate::fs::lockcheck::{LockClass, LockId, OrderedMutex};
 use crate::fs::stats::{MountStats, Stat};
@@ -22,7 +22,7 @@ use crate::fs::stats::{MountStats, Stat};
 const SHARDS: usize = 64;
 
 /// One shard of the cache.
-type Shard = OrderedMutex<HashMap<u64, Arc<Inode>>>;
+type Shard = OrderedMutex<FastMap<u64, Arc<Inode>>>;
 
 /// The mount's in-core inodes.
 pub struct InodeCache {
@@ -59,7 +59,9 @@ impl InodeCache {
     pub fn new(limit: usize) -> InodeCache {
         InodeCache {
             shards: (0..SHARDS)
-                .map(|_| OrderedMutex::new(LockId::new(LockClass::CacheShard, 0), HashMap::new()))
+                .map(|_| {
+                    OrderedMutex::new(LockId::new(LockClass::CacheShard, 0), FastMap::default())
+                })
                 .collect(),
             count: AtomicUsize::new(0),
             limit,
@@ -99,6 +101,16 @@ impl InodeCache {
         }
         ip.referenced.store(true, Ordering::Relaxed);
         Some(Arc::clone(ip))
+    }
+
+    /// The cached inode `ino` if it is cached and not freed, neither counted as an `iget`
+    /// nor marked used (the AIL flushing a cluster's other inodes is no use of them).
+    pub fn peek_quiet(&self, ino: u64) -> Option<Arc<Inode>> {
+        let shard = self.shard(ino).lock();
+        shard
+            .get(&ino)
+            .filter(|ip| !ip.has_flag(crate::fs::inode::iflags::FREED))
+            .cloned()
     }
 
     /// Insert a freshly read or allocated inode. If another thread inserted the same inode

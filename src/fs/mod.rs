@@ -42,6 +42,7 @@
 //!   byte-by-byte layouts of the superblock, AG headers and inodes.
 //! - [`geo`]: AG/block/inode number arithmetic.
 //! - [`error`]: the typed error every labfs operation returns.
+//! - [`fastmap`]: the hasher of every in-memory index keyed by numbers or names.
 //! - [`cksum`]: the one place metadata CRCs are computed and verified.
 //! - [`dev`]: block devices (memory, file, stripe; latency model; fault shim).
 //! - [`buf`]: the metadata buffer cache; [`bufclock`]: the CLOCK ring it evicts with.
@@ -76,6 +77,7 @@ pub mod dcache;
 pub mod dev;
 pub mod dir;
 pub mod error;
+pub mod fastmap;
 pub mod format;
 pub mod geo;
 pub mod ialloc;

@@ -4,7 +4,6 @@
 //! superblock and AG headers and builds the in-core state; operations run through
 //! transactions; [`Fs::unmount`] writes everything back and records the summary counters.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
@@ -14,6 +13,7 @@ use crate::fs::dcache::Dcache;
 use crate::fs::dev::BlockDev;
 use crate::fs::dev::signature::{self, BLANK_PROBE_BYTES, NotBlank};
 use crate::fs::error::{FsError, FsResult, IoOp, SbProblem, ShutdownReason};
+use crate::fs::fastmap::FastMap;
 use crate::fs::format::ag::{AGF_SECTOR, AGI_SECTOR, Agf, Agi};
 use crate::fs::format::dinode::{self, DinodeCore};
 use crate::fs::format::sb::Superblock;
@@ -82,12 +82,12 @@ pub struct Fs {
     pub(crate) aild_stop: AtomicBool,
     /// Freed inodes whose free image is not yet home, by number: a new owner of the number
     /// is not written home before it (see `log::ail`).
-    pub(crate) freed_pending: OrderedMutex<HashMap<u64, Arc<Inode>>>,
+    pub(crate) freed_pending: OrderedMutex<FastMap<u64, Arc<Inode>>>,
     aild: OrderedMutex<Option<std::thread::JoinHandle<()>>>,
     /// Inodes with dirty data pages.
     pub(crate) dirty_data: OrderedMutex<Vec<Arc<Inode>>>,
     /// Inodes under data write-back (the superblock writeback list of thread 002).
-    pub(crate) wb_list: OrderedMutex<HashMap<u64, Arc<Inode>>>,
+    pub(crate) wb_list: OrderedMutex<FastMap<u64, Arc<Inode>>>,
     /// Dirty data pages in all page caches.
     pub(crate) dirty_data_pages: AtomicU64,
     /// Pages in all page caches.
@@ -187,7 +187,7 @@ impl Fs {
         *fs.aild.lock() = Some(crate::fs::log::ail::spawn_aild(&fs)?);
         let weak = Arc::downgrade(&fs);
         fs.bufs.set_relief_push(Box::new(move || {
-            weak.upgrade().map_or(0, |fs| fs.ail_push_pass(true).0)
+            weak.upgrade().map_or(0, |fs| fs.relieve_buffer_pressure())
         }));
         Ok(fs)
     }
@@ -226,6 +226,7 @@ impl Fs {
                 dev_id,
                 stable: bufs.stable_cell(),
                 shutdown: Arc::clone(bufs.shutdown_state()),
+                pin_limit: bufs.limit_bytes() / 4,
             },
             LogGeometry {
                 start_daddr: geo.logstart * crate::fs::format::BB_PER_BLOCK,
@@ -251,10 +252,10 @@ impl Fs {
             dir_rotor: AtomicU32::new(0),
             log,
             aild_stop: AtomicBool::new(false),
-            freed_pending: OrderedMutex::new(LIST, HashMap::new()),
+            freed_pending: OrderedMutex::new(LIST, FastMap::default()),
             aild: OrderedMutex::new(LIST, None),
             dirty_data: OrderedMutex::new(LIST, Vec::new()),
-            wb_list: OrderedMutex::new(LIST, HashMap::new()),
+            wb_list: OrderedMutex::new(LIST, FastMap::default()),
             dirty_data_pages: AtomicU64::new(0),
             cached_pages: AtomicU64::new(0),
             rename_lock: OrderedMutex::new(LockId::new(LockClass::RenameSerial, 0), ()),
@@ -446,16 +447,52 @@ impl Fs {
     pub(crate) fn encode_inode(&self, core: &mut InodeCore, ino: u64) -> [u8; INODE_SIZE] {
         let mut raw = [0u8; INODE_SIZE];
         core.di.format = core.fork.format();
-        core.di.nextents = core
-            .fork
-            .extents()
-            .iter()
-            .filter(|e| !e.is_delalloc())
-            .count() as u32;
+        // Only a regular file's fork holds delayed allocations, which are not on disk. Other
+        // forks are counted by length: a big directory has thousands of extents and logs its
+        // inode with every entry it gains, so counting them one by one made each create
+        // slower as the directory grew.
+        let extents = core.fork.extents();
+        core.di.nextents = if core.is_reg() {
+            extents.iter().filter(|e| !e.is_delalloc()).count()
+        } else {
+            debug_assert!(!extents.iter().any(|e| e.is_delalloc()));
+            extents.len()
+        } as u32;
         dinode::encode_core(&mut raw, ino, &core.di, &self.uuid);
         crate::fs::bmap::encode_fork(&core.fork, dinode::literal_mut(&mut raw));
         self.bufs.cksum().update(BlockKind::Inode, &mut raw);
         raw
+    }
+
+    /// The buffer cache is over its limit with dirty buffers: push the AIL, pass after pass
+    /// while passes write items home (one pass takes at most a thousand, and small items
+    /// (inode items, icreates, blocks logged over zeros) let a log hold many more than
+    /// that); when a pass writes nothing, checkpoint the CIL once so what it pins can go
+    /// too (XFS's xfsaild flushes the CIL when pinned items stall it). Returns the items
+    /// written home.
+    pub(crate) fn relieve_buffer_pressure(&self) -> usize {
+        /// Passes one relief runs at most (a bound on the stall of the caller).
+        const RELIEF_PASSES: usize = 16;
+        let mut total = 0;
+        let mut flushed = false;
+        for _ in 0..RELIEF_PASSES {
+            let (n, pinned) = self.ail_push_pass(true);
+            total += n;
+            if n > 0 {
+                continue;
+            }
+            if flushed || (!pinned && self.log.cil_len() == 0) {
+                break;
+            }
+            if pinned {
+                self.stats.inc(Stat::PushAilFlush);
+            }
+            if self.log.push_cil().is_err() || self.log.force_background().is_err() {
+                break;
+            }
+            flushed = true;
+        }
+        total
     }
 
     /// Make all metadata durable: force the log (metadata then stays in the log until the

@@ -36,9 +36,17 @@ use crate::fs::log::item::{self, fields};
 use crate::fs::log::{ItemRef, LogVec};
 use crate::fs::stats::Stat;
 
-/// The chunk map of a whole buffer of `len` bytes.
-fn full_map(len: usize) -> u64 {
-    crate::fs::log::item::chunk_range(0, len - 1)
+/// A block logged over zeros must hold zeros in every chunk it does not log, or replay would
+/// lose what was written there without a `log_buf` (the checking builds' guard on the
+/// contract "every change is logged").
+#[cfg(any(debug_assertions, feature = "lockcheck"))]
+fn check_unlogged_zero(kind: BlockKind, daddr: u64, bytes: &[u8], map: u64) {
+    use crate::fs::log::item::CHUNK;
+    for (c, chunk) in bytes.chunks(CHUNK).enumerate() {
+        if map & (1u64 << c) == 0 && chunk.iter().any(|&b| b != 0) {
+            panic!("{kind} block at daddr {daddr} changed chunk {c} without logging it");
+        }
+    }
 }
 
 /// An inode joined to a transaction.
@@ -50,14 +58,17 @@ struct TBuf {
     /// 128-byte chunks this transaction changed (the buffer log item's map, XFS's
     /// `XFS_BLF_CHUNK` bitmap).
     logged: u64,
-    /// Got with [`Trans::new_buf`]: the whole block is new, so all of it is logged (replay
-    /// must not lay changes over what the block held before).
+    /// Got with [`Trans::new_buf`]: the block starts as zeros, and its log items say so
+    /// (replay must not lay changes over what the block held before).
     new: bool,
     /// Changed in memory for a change another item logs ([`Trans::pin_buf`]).
     pin_only: bool,
     /// Invalidated (its block was freed): no longer the cache's buffer for its address, so a
     /// later get of the same address in this transaction must not find it.
     stale: bool,
+    /// An ordered buffer ([`Trans::log_icreate`]): its bytes are not logged, another item
+    /// recreates them at recovery; it is pinned, dirty and in the AIL like a logged one.
+    ordered: bool,
 }
 
 enum TLock {
@@ -130,6 +141,8 @@ pub struct Trans<'a> {
     log_res: u64,
     /// Extents this transaction freed: busy until its checkpoint is stable.
     freed: Vec<(u64, u32)>,
+    /// New inode chunks, each with the held buffer its icreate item is filed under.
+    icreates: Vec<(usize, item::Icreate)>,
 }
 
 impl<'a> Trans<'a> {
@@ -154,8 +167,9 @@ impl<'a> Trans<'a> {
         };
         Trans {
             fs,
-            bufs: Vec::new(),
-            inodes: Vec::new(),
+            // Room for a create's buffers and inodes, so pushes do not grow the vectors.
+            bufs: Vec::with_capacity(16),
+            inodes: Vec::with_capacity(4),
             sync: false,
             done: false,
             reader: resv == Resv::None,
@@ -163,6 +177,7 @@ impl<'a> Trans<'a> {
             may_dip: false,
             log_res,
             freed: Vec::new(),
+            icreates: Vec::new(),
         }
     }
 
@@ -265,6 +280,7 @@ impl<'a> Trans<'a> {
             new: false,
             pin_only: false,
             stale: false,
+            ordered: false,
         });
         BufId((self.bufs.len() - 1) as u32)
     }
@@ -365,6 +381,33 @@ impl<'a> Trans<'a> {
         self.bufs[id.0 as usize].pin_only = true;
     }
 
+    /// A new inode chunk at AG block `agbno` of AG `agno` was initialised in the held
+    /// buffers `bufs` (its cluster blocks, in order) with generations from `seed`: log one
+    /// icreate item instead of the blocks' bytes (XFS's `xfs_icreate_log` with ordered
+    /// buffers). The buffers are pinned and go into the AIL with the checkpoint, so the log
+    /// tail cannot pass the item before they are home; recovery writes them afresh from it.
+    pub fn log_icreate(&mut self, agno: u32, agbno: u32, seed: u32, bufs: &[BufId]) {
+        for id in bufs {
+            let b = &mut self.bufs[id.0 as usize];
+            b.new = false;
+            b.logged = 0;
+            b.ordered = true;
+        }
+        if let Some(first) = bufs.first() {
+            self.icreates.push((
+                first.0 as usize,
+                item::Icreate {
+                    agno,
+                    agbno,
+                    count: (bufs.len() * crate::fs::format::INODES_PER_BLOCK as usize) as u32,
+                    isize: crate::fs::format::INODE_SIZE as u32,
+                    length: bufs.len() as u32,
+                    seed,
+                },
+            ));
+        }
+    }
+
     /// The block behind a held buffer was freed: drop its contents from the cache so they are
     /// never written home (XFS's `xfs_trans_binval`).
     pub fn inval_buf(&mut self, id: BufId) {
@@ -463,7 +506,7 @@ impl<'a> Trans<'a> {
     pub fn is_dirty(&self) -> bool {
         self.bufs
             .iter()
-            .any(|b| b.logged != 0 || b.new || b.stale || b.pin_only)
+            .any(|b| b.logged != 0 || b.new || b.stale || b.pin_only || b.ordered)
             || self.inodes.iter().any(|i| i.logged != 0)
     }
 
@@ -538,50 +581,109 @@ impl<'a> Trans<'a> {
     /// checkpoint is stable. Returns the checkpoint sequence (0 when nothing was logged).
     fn commit_logged(&mut self) -> u64 {
         let fs = self.fs;
-        let mut vecs = Vec::new();
-        let mut bufs = Vec::new();
+        // One item vector per formatted item, recycled from earlier checkpoints: buffer
+        // items take large ones, the rest small ones.
+        let buf_items = self
+            .bufs
+            .iter()
+            .filter(|b| !b.stale && (b.new || b.logged != 0))
+            .count();
+        let small_items = self.bufs.iter().filter(|b| b.stale).count()
+            + self
+                .inodes
+                .iter()
+                .filter(|t| t.logged != 0 && matches!(t.lock, TLock::Exclusive(_)))
+                .count()
+            + self.icreates.len();
+        let mut spare = crate::fs::log::ItemBufs::default();
+        fs.log.item_bufs(small_items, buf_items, &mut spare);
+        let mut vecs = Vec::with_capacity(buf_items + small_items);
+        let mut bufs = Vec::with_capacity(self.bufs.len());
         for (i, b) in self.bufs.iter_mut().enumerate() {
             if b.stale {
                 // Freed: earlier images of the block must not be replayed over its next use.
                 let g = &b.guard;
                 vecs.push(LogVec {
                     obj: ItemRef::Buf(Arc::clone(BufGuard::arc(g))),
-                    data: item::format_cancel(g.kind(), g.daddr().0, g.bytes().len()),
+                    data: item::format_cancel(
+                        spare.small(),
+                        g.kind(),
+                        g.daddr().0,
+                        g.bytes().len(),
+                    ),
                     ail: false,
                     keep_oldest: false,
+                    pins: 0,
                 });
                 bufs.push(i);
                 continue;
             }
-            let mut map = std::mem::take(&mut b.logged);
-            if b.new {
-                map = full_map(b.guard.bytes().len());
-                b.new = false;
+            if std::mem::take(&mut b.ordered) {
+                // Its bytes are not logged: the chunk's icreate item (filed under its first
+                // buffer) recreates them; the others carry nothing but their AIL place.
+                let g = &mut b.guard;
+                g.add_logged(0);
+                let data = match self.icreates.iter().position(|c| c.0 == i) {
+                    Some(k) => item::format_icreate(spare.small(), &self.icreates.swap_remove(k).1),
+                    None => Vec::new(),
+                };
+                vecs.push(LogVec {
+                    obj: ItemRef::Buf(Arc::clone(BufGuard::arc(g))),
+                    data,
+                    ail: true,
+                    keep_oldest: true,
+                    pins: g.bytes().len() as u32,
+                });
+                bufs.push(i);
+                continue;
             }
-            if std::mem::take(&mut b.pin_only) && map == 0 {
+            let map = std::mem::take(&mut b.logged);
+            let new = std::mem::take(&mut b.new);
+            if std::mem::take(&mut b.pin_only) && map == 0 && !new {
                 b.guard.add_logged(0);
                 bufs.push(i);
                 continue;
             }
-            if map == 0 {
+            if map == 0 && !new {
                 continue;
             }
             let g = &mut b.guard;
             // Inode cluster buffers log only this transaction's chunks and keep their first
             // AIL position: the in-core inodes, logged as inode items, are newer than the
-            // cluster's bytes for every slot not changed here (see log::item).
+            // cluster's bytes for every slot not changed here (see log::item). Every other
+            // buffer logs all it changed since it was last home, over zeros if it was made
+            // new since (only what was written into it is logged; the rest is zero).
             let inode_buf = g.kind() == BlockKind::Inode;
             g.add_logged(map);
-            let logmap = if inode_buf { map } else { g.log_map() };
+            if new {
+                g.set_zeroed();
+            }
+            let (logmap, zeroed) = if inode_buf {
+                (map, new)
+            } else {
+                (g.log_map(), g.is_zeroed())
+            };
+            #[cfg(any(debug_assertions, feature = "lockcheck"))]
+            if zeroed {
+                check_unlogged_zero(g.kind(), g.daddr().0, g.bytes(), logmap);
+            }
             vecs.push(LogVec {
                 obj: ItemRef::Buf(Arc::clone(BufGuard::arc(g))),
-                data: item::format_buf(g.kind(), g.daddr().0, g.bytes(), logmap),
+                data: item::format_buf(
+                    spare.large(),
+                    g.kind(),
+                    g.daddr().0,
+                    g.bytes(),
+                    logmap,
+                    zeroed,
+                ),
                 ail: true,
                 keep_oldest: inode_buf,
+                pins: g.bytes().len() as u32,
             });
             bufs.push(i);
         }
-        let mut inodes = Vec::new();
+        let mut inodes = Vec::with_capacity(self.inodes.len());
         for (i, t) in self.inodes.iter_mut().enumerate() {
             let f = std::mem::take(&mut t.logged);
             let TLock::Exclusive(w) = &mut t.lock else {
@@ -596,9 +698,10 @@ impl<'a> Trans<'a> {
             let image = fs.encode_inode(w, ip.ino);
             vecs.push(LogVec {
                 obj: ItemRef::Inode(ip),
-                data: item::format_inode(w.inode().ino, f, &image),
+                data: item::format_inode(spare.small(), w.inode().ino, f, &image),
                 ail: true,
                 keep_oldest: false,
+                pins: 0,
             });
             inodes.push((i, f & !fields::TIMESTAMP != 0));
         }

@@ -14,7 +14,7 @@
 //!   sibling the next one, and the ends of a level point nowhere;
 //! - no block reached twice.
 
-use std::collections::HashSet;
+use crate::fs::fastmap::FastSet;
 use std::fmt;
 use std::ops::ControlFlow;
 
@@ -226,7 +226,7 @@ pub fn check<S: BtreeSpec>(
     let mut findings = Vec::new();
     let nlevels = usize::from(root.level) + 1;
     let mut levels: Vec<Option<LevelState<S::Key>>> = (0..nlevels).map(|_| None).collect();
-    let mut seen = HashSet::new();
+    let mut seen = FastSet::default();
     // (pointer, level, parent's key for it, is root)
     let mut stack: Vec<(u64, usize, Option<S::Key>, bool)> = Vec::new();
     if ptr_ok::<S>(root.ptr) {

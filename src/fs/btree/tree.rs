@@ -6,7 +6,7 @@
 //! never loop or panic. The fsck-style walk that reports instead of failing is
 //! [`super::check`].
 
-use std::collections::HashSet;
+use crate::fs::fastmap::FastSet;
 
 use super::block::{self, SpecGeom, child_ptr, corrupt_at, numrecs, ptr_ok, read_block, rec_at};
 use super::store::BlockStore;
@@ -95,7 +95,7 @@ fn walk<S: BtreeSpec>(
     if !ptr_ok::<S>(root.ptr) {
         return Err(FsError::Invalid("btree root pointer names no block"));
     }
-    let mut seen = HashSet::new();
+    let mut seen = FastSet::default();
     let mut order = Vec::new();
     let mut stack = vec![(root.ptr, usize::from(root.level))];
     while let Some((ptr, level)) = stack.pop() {

@@ -6,7 +6,7 @@
 //! as the replay would leave it). Mounting through an overlay runs recovery into memory:
 //! reads see the replayed blocks, the image stays byte-for-byte as it was.
 
-use std::collections::HashMap;
+use crate::fs::fastmap::FastMap;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -17,7 +17,7 @@ use crate::fs::dev::{BlockDev, DevError, IoReq, SECTOR_SIZE, check_io};
 pub struct OverlayDev {
     inner: Arc<dyn BlockDev>,
     /// Written sectors, by sector number.
-    sectors: RwLock<HashMap<u64, Box<[u8]>>>,
+    sectors: RwLock<FastMap<u64, Box<[u8]>>>,
 }
 
 impl OverlayDev {
@@ -25,7 +25,7 @@ impl OverlayDev {
     pub fn new(inner: Arc<dyn BlockDev>) -> OverlayDev {
         OverlayDev {
             inner,
-            sectors: RwLock::new(HashMap::new()),
+            sectors: RwLock::new(FastMap::default()),
         }
     }
 

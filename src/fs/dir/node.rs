@@ -29,7 +29,7 @@
 //! | 52 | 4 | nvalid: bests in use (the last one is never a hole) |
 //! | 56 | 4 | nused: bests that are not holes |
 //! | 60 | 4 | pad (0) |
-//! | 64 | 2·2016 | bests\[i\]: largest free region of data block firstdb + i, `0xffff` for a hole |
+//! | 64 | 2·2016 | bests\[i\]: largest free region of data block firstdb + i, `0xffff` for a hole; unused from nvalid on (zero in a new block), as in XFS |
 //!
 //! Free-index block `k` lives at directory block `FREE_FIRST + k`; it is freed when it
 //! describes no data block (block 0, which holds `.` and `..`, keeps index block 0 alive).
@@ -430,10 +430,10 @@ fn new_free(tp: &mut Trans, dp: InodeId, f: u64) -> FsResult<FreeBlk> {
     put_u32(b, NVALID, 0);
     put_u32(b, NUSED, 0);
     put_u32(b, 60, 0);
-    for i in 0..FREE_BESTS as usize {
-        put_u16(b, BESTS + 2 * i, NULL_BEST);
-    }
-    tp.log_buf(id, FIRSTDB, BLOCK_SIZE - 1);
+    // Only the header: bests from nvalid on are unused (as XFS's), and set as nvalid grows
+    // (see set_free_best). Filling all 2016 with holes made the whole block part of every
+    // later log item of it.
+    tp.log_buf(id, FIRSTDB, BESTS - 1);
     Ok(FreeBlk {
         id,
         f,
@@ -446,8 +446,16 @@ fn new_free(tp: &mut Trans, dp: InodeId, f: u64) -> FsResult<FreeBlk> {
 /// up when it describes nothing any more.
 fn set_free_best(tp: &mut Trans, defer: &mut Defer, fr: &mut FreeBlk, db: u64, v: Option<u16>) {
     let i = (db - fr.f * FREE_BESTS) as usize;
-    let old = free_best(tp.buf(fr.id), i);
-    let was_used = i < fr.nvalid && old != NULL_BEST;
+    let was_used = i < fr.nvalid && free_best(tp.buf(fr.id), i) != NULL_BEST;
+    if v.is_some() && i > fr.nvalid {
+        // Bests between the old end and this one become holes: past nvalid they meant
+        // nothing.
+        let b = tp.buf_mut(fr.id);
+        for h in fr.nvalid..i {
+            put_u16(b, BESTS + 2 * h, NULL_BEST);
+        }
+        tp.log_buf(fr.id, BESTS + 2 * fr.nvalid, BESTS + 2 * i - 1);
+    }
     let b = tp.buf_mut(fr.id);
     put_u16(b, BESTS + 2 * i, v.unwrap_or(NULL_BEST));
     tp.log_buf(fr.id, BESTS + 2 * i, BESTS + 2 * i + 1);
@@ -486,11 +494,19 @@ fn free_indexes(list: &[Extent]) -> Vec<u64> {
         .collect()
 }
 
+/// The last mapped free-index block (its index), without listing the others.
+fn last_free_index(list: &[Extent]) -> Option<u64> {
+    list.last()
+        .filter(|e| e.end() > FREE_FIRST)
+        .map(|e| e.end() - 1 - FREE_FIRST)
+}
+
 /// Choose a data block for an entry of `size` bytes: `(db, true)` for a new block.
 fn find_space(tp: &mut Trans, dp: InodeId, size: u16) -> FsResult<(u64, bool)> {
     let usable = |v: u16| v != NULL_BEST && v >= size;
-    let frees = free_indexes(tp.ic(dp).fork.extents());
-    let Some(&last_f) = frees.last() else {
+    // The last data block is the usual answer: find it without listing every free-index
+    // block (a create in a big directory did that, allocating, every time).
+    let Some(last_f) = last_free_index(tp.ic(dp).fork.extents()) else {
         return Err(super::bad_dir(
             tp,
             dp,
@@ -501,6 +517,7 @@ fn find_space(tp: &mut Trans, dp: InodeId, size: u16) -> FsResult<(u64, bool)> {
     if last.nvalid > 0 && usable(free_best(tp.buf(last.id), last.nvalid - 1)) {
         return Ok((last_f * FREE_BESTS + last.nvalid as u64 - 1, false));
     }
+    let frees = free_indexes(tp.ic(dp).fork.extents());
     let mut hole = None;
     let mut expect = 0u64;
     for &f in &frees {

@@ -32,7 +32,7 @@ pub mod record;
 pub mod recover;
 pub mod scan;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -43,6 +43,7 @@ use crate::fs::buf::BufLock;
 use crate::fs::cksum::Cksum;
 use crate::fs::dev::BlockDev;
 use crate::fs::error::{FsError, FsResult, IoOp, ShutdownReason};
+use crate::fs::fastmap::FastMap;
 use crate::fs::inode::Inode;
 use crate::fs::lockcheck::{LockClass, LockId, OrderedMutex};
 use crate::fs::log::ail::Ail;
@@ -90,11 +91,34 @@ impl std::fmt::Debug for ItemRef {
     }
 }
 
+/// Item vectors a commit formats into ([`Log::item_bufs`]).
+#[derive(Default)]
+pub struct ItemBufs {
+    small: Vec<Vec<u8>>,
+    large: Vec<Vec<u8>>,
+}
+
+impl ItemBufs {
+    /// A vector for an inode, cancel or icreate item.
+    pub fn small(&mut self) -> Vec<u8> {
+        self.small.pop().unwrap_or_default()
+    }
+
+    /// A vector for a buffer item: one that holds any (a new one is made that size, so it
+    /// is recycled as a large one).
+    pub fn large(&mut self) -> Vec<u8> {
+        self.large
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(item::MAX_BUF_ITEM))
+    }
+}
+
 /// One item as a transaction hands it to the CIL.
 pub struct LogVec {
     /// The object.
     pub obj: ItemRef,
-    /// The formatted item ([`item`]).
+    /// The formatted item ([`item`]); empty for an ordered buffer that another item
+    /// recreates at recovery (it takes an AIL place but writes no op).
     pub data: Vec<u8>,
     /// Whether the item goes into the AIL when its checkpoint is stable (a cancel does not:
     /// nothing is left to write home).
@@ -102,6 +126,9 @@ pub struct LogVec {
     /// Whether a relogged item keeps its older AIL position instead of moving forward: its
     /// vector carries only this checkpoint's changes (inode cluster buffers).
     pub keep_oldest: bool,
+    /// Bytes of buffer memory the item pins until its checkpoint is stable (a buffer's
+    /// length; 0 for an inode).
+    pub pins: u32,
 }
 
 struct CilItem {
@@ -112,8 +139,30 @@ struct CilItem {
 struct Cil {
     seq: u64,
     items: Vec<CilItem>,
-    index: HashMap<usize, usize>,
+    index: FastMap<usize, usize>,
     bytes: u64,
+    /// Buffer memory the context's items pin (each buffer counted once).
+    pinned: u64,
+    /// Item vectors a checkpoint wrote or a relog replaced, for commits to format into
+    /// ([`Log::item_bufs`]), in two sizes: `large` ones hold any buffer item, `small` ones
+    /// inode, cancel and icreate items. Commits allocate item vectors and xfsaild's
+    /// background pushes dropped them: freeing another thread's blocks took its malloc
+    /// arena's lock on every item, and the two threads queued on it. One pool of mixed
+    /// sizes made buffer items grow small vectors, and reallocating in a heap of millions
+    /// of objects was a tenth of a create at 3M files.
+    spare: SpareVecs,
+    /// The item list of the previous context, emptied, to be the next one's.
+    spare_items: Vec<CilItem>,
+}
+
+/// Spare item vectors the CIL keeps at most, of each size (4 MiB of buffer items).
+const SPARE_VECS: usize = 1024;
+
+/// Recycled item vectors, by size ([`Cil::spare`]).
+#[derive(Default)]
+struct SpareVecs {
+    small: Vec<Vec<u8>>,
+    large: Vec<Vec<u8>>,
 }
 
 impl Cil {
@@ -121,8 +170,23 @@ impl Cil {
         Cil {
             seq,
             items: Vec::new(),
-            index: HashMap::new(),
+            index: FastMap::default(),
             bytes: 0,
+            pinned: 0,
+            spare: SpareVecs::default(),
+            spare_items: Vec::new(),
+        }
+    }
+
+    /// Keep `v` for a later commit to format into, unless enough are kept already.
+    fn recycle(&mut self, v: Vec<u8>) {
+        let pool = if v.capacity() >= item::MAX_BUF_ITEM {
+            &mut self.spare.large
+        } else {
+            &mut self.spare.small
+        };
+        if pool.len() < SPARE_VECS {
+            pool.push(v);
         }
     }
 }
@@ -185,6 +249,8 @@ struct Iclog {
     state: IclogState,
     /// Ops written so far (the record's payload before padding).
     data: Vec<u8>,
+    /// The record built from `data` for its write (kept to reuse its allocation).
+    image: Vec<u8>,
     ops: u32,
     /// Where the record's header goes (absolute block).
     at: u64,
@@ -240,6 +306,9 @@ pub struct LogMount {
     pub stable: Arc<AtomicU64>,
     /// The mount's shutdown state.
     pub shutdown: Arc<ShutdownState>,
+    /// Buffer memory the CIL may pin before a background push (a quarter of the buffer
+    /// cache's limit), so a cache with a memory limit can always be relieved.
+    pub pin_limit: u64,
 }
 
 /// A mount's log.
@@ -279,6 +348,8 @@ pub struct Log {
     overrun: AtomicU64,
     /// Freed extents (first block, length, checkpoint) not yet known stable.
     busy: OrderedMutex<Vec<(u64, u32, u64)>>,
+    /// See [`LogMount::pin_limit`].
+    pin_limit: u64,
 }
 
 impl std::fmt::Debug for Log {
@@ -304,6 +375,7 @@ impl Log {
             dev_id,
             stable,
             shutdown,
+            pin_limit,
         } = mount;
         let hsize = record::header_sectors(geo.logbsize as usize) * record::HEADER_SIZE;
         let icl_payload = geo.logbsize as usize - hsize;
@@ -311,6 +383,7 @@ impl Log {
             .map(|_| Iclog {
                 state: IclogState::Active,
                 data: Vec::with_capacity(icl_payload),
+                image: Vec::new(),
                 ops: 0,
                 at: 0,
                 wseq: 0,
@@ -353,6 +426,7 @@ impl Log {
             shutdown,
             overrun: AtomicU64::new(0),
             busy: OrderedMutex::new(LockId::new(LockClass::List, 0), Vec::new()),
+            pin_limit,
         }
     }
 
@@ -414,6 +488,17 @@ impl Log {
     /// Bytes transactions logged beyond their reservations (0 when every reservation held).
     pub fn overrun_bytes(&self) -> u64 {
         self.overrun.load(Ordering::Relaxed)
+    }
+
+    /// Move up to `small` recycled vectors for inode, cancel and icreate items and up to
+    /// `large` ones for buffer items into `out` (see `Cil::spare`), for a commit to format
+    /// its items into, reusing their allocations.
+    pub fn item_bufs(&self, small: usize, large: usize, out: &mut ItemBufs) {
+        let mut cil = self.cil.lock();
+        let from = cil.spare.small.len().saturating_sub(small);
+        out.small.extend(cil.spare.small.drain(from..));
+        let from = cil.spare.large.len().saturating_sub(large);
+        out.large.extend(cil.spare.large.drain(from..));
     }
 
     /// Items in the CIL (committed, not yet checkpointed).
@@ -479,20 +564,41 @@ impl Log {
         want.min(self.size_bytes() / 8)
     }
 
+    /// The free space below which xfsaild pushes the AIL: a quarter of the log (XFS's
+    /// `xfs_ail_calc_push_target` keeps 25 % free).
+    fn push_threshold(&self) -> i64 {
+        (self.size_bytes() / 4) as i64
+    }
+
+    /// Whether less than a quarter of the log is free, counting reservations and the CIL as
+    /// a reservation does (XFS computes its push target from the reserve grant head, which
+    /// includes both): xfsaild pushes then, so reservations, which wait only at an eighth,
+    /// seldom have to.
+    pub(crate) fn space_short(&self) -> bool {
+        let granted = self.space.lock().granted;
+        self.free_bytes(granted) < self.push_threshold()
+    }
+
     /// Reserve `bytes` of log space (XFS's `xfs_log_reserve`): waits, pushing the AIL, while
     /// the log is too full. `push` runs one inline AIL pass when it has to wait.
     pub fn reserve(&self, bytes: u64, push: &dyn Fn()) -> FsResult<()> {
         self.stats.inc(Stat::TryLogspace);
-        // A quarter of the log stays out of reach of new reservations: overruns and the
-        // checkpoint's headers come out of it.
-        let keep = (self.size_bytes() / 4) as i64;
+        // An eighth of the log stays out of reach of new reservations: regrants of rolled
+        // transactions, overruns and the checkpoint's headers come out of it. Between a
+        // quarter and an eighth free, xfsaild pushes while reservations still go through.
+        let keep = (self.size_bytes() / 8) as i64;
         let mut slept = false;
         loop {
             self.check_ok()?;
             {
                 let mut sp = self.space.lock();
-                if self.free_bytes(sp.granted) - bytes as i64 >= keep {
+                let free = self.free_bytes(sp.granted) - bytes as i64;
+                if free >= keep {
                     sp.granted += bytes;
+                    drop(sp);
+                    if free < self.push_threshold() {
+                        self.wake_aild();
+                    }
                     return Ok(());
                 }
                 if !slept {
@@ -500,8 +606,9 @@ impl Log {
                 }
                 self.stats.inc(Stat::SleepLogspace);
             }
-            // Items pinned in the CIL cannot be written home until it is checkpointed.
-            if self.cil_bytes.load(Ordering::Acquire) > 0 {
+            // Items pinned in the CIL cannot be written home until it is checkpointed (an
+            // ordered buffer's item has no bytes, so ask for items, not bytes).
+            if self.cil_len() > 0 {
                 self.push_cil()?;
                 self.force_current(None, false)?;
             }
@@ -557,23 +664,30 @@ impl Log {
         let mut delta: i64 = 0;
         for v in vecs {
             let id = v.obj.id();
-            delta += v.data.len() as i64;
+            // An item's size on the log: its data and its op header (none when empty).
+            let logged = |data: &[u8]| match data.len() {
+                0 => 0,
+                n => (n + OP_HEADER_LEN) as i64,
+            };
+            delta += logged(&v.data);
             match cil.index.get(&id) {
                 Some(&i) => {
                     let old = &mut cil.items[i];
-                    delta -= old.vec.data.len() as i64;
+                    delta -= logged(&old.vec.data);
                     // A cancel stays a cancel only if nothing relogged the object since.
-                    old.vec = v;
+                    let replaced = std::mem::replace(&mut old.vec, v).data;
+                    cil.recycle(replaced);
                 }
                 None => {
+                    cil.pinned += u64::from(v.pins);
                     let i = cil.items.len();
                     cil.items.push(CilItem { vec: v });
                     cil.index.insert(id, i);
                 }
             }
-            delta += OP_HEADER_LEN as i64;
         }
         let seq = cil.seq;
+        let pinned = cil.pinned;
         let bytes = (cil.bytes as i64 + delta).max(0) as u64;
         let grew = bytes.saturating_sub(cil.bytes);
         cil.bytes = bytes;
@@ -591,7 +705,9 @@ impl Log {
             self.overrun.fetch_add(grew - resv, Ordering::Relaxed);
         }
         self.release(resv);
-        if bytes > self.size_bytes() / 8 {
+        // An ordered cluster buffer or a block logged over zeros pins a whole buffer for few
+        // log bytes, so the buffer memory the CIL pins is bounded too.
+        if bytes > self.size_bytes() / 8 || pinned > self.pin_limit {
             // The background push (XLOG_CIL_SPACE_LIMIT): xfsaild's thread checkpoints.
             self.want_push.store(true, Ordering::Release);
             self.wake_aild();
@@ -605,18 +721,25 @@ impl Log {
     pub fn push_cil(&self) -> FsResult<()> {
         self.check_ok()?;
         let _push = self.push.lock();
-        let ctx = {
+        // The context's items move out; its index and the item list's allocation stay for
+        // the next context.
+        let (seq, mut items, ctx_bytes) = {
             let mut cil = self.cil.lock();
             if cil.items.is_empty() {
                 return Ok(());
             }
-            let next = cil.seq + 1;
-            std::mem::replace(&mut *cil, Cil::new(next))
+            let next_items = std::mem::take(&mut cil.spare_items);
+            let items = std::mem::replace(&mut cil.items, next_items);
+            cil.index.clear();
+            cil.pinned = 0;
+            let seq = cil.seq;
+            cil.seq += 1;
+            (seq, items, std::mem::take(&mut cil.bytes))
         };
-        let seq = ctx.seq;
         let tid = (seq as u32) ^ 0x5eed_0000;
-        let nitems = ctx.items.len() as u32;
-        let mut objs = Vec::with_capacity(ctx.items.len());
+        let nitems = items.iter().filter(|it| !it.vec.data.is_empty()).count() as u32;
+        let mut objs = Vec::with_capacity(items.len());
+        let mut written = Vec::with_capacity(items.len());
         let mut w = self.ring.lock();
         self.ensure_room(&mut w, OP_HEADER_LEN)?;
         let start_abs = w.icl[w.curr].at;
@@ -629,11 +752,14 @@ impl Log {
             0,
             &item::trans_header(tid, nitems),
         )?;
-        for it in ctx.items {
-            self.write_op(&mut w, tid, CLIENT_TRANS, 0, &it.vec.data)?;
+        for it in items.drain(..) {
+            if !it.vec.data.is_empty() {
+                self.write_op(&mut w, tid, CLIENT_TRANS, 0, &it.vec.data)?;
+            }
             if it.vec.ail {
                 objs.push((it.vec.obj, it.vec.keep_oldest));
             }
+            written.push(it.vec.data);
         }
         self.write_op(&mut w, tid, CLIENT_TRANS, OP_COMMIT, &[])?;
         let c = w.curr;
@@ -644,10 +770,19 @@ impl Log {
         });
         self.set_head(&w);
         drop(w);
+        {
+            let mut cil = self.cil.lock();
+            for v in written {
+                cil.recycle(v);
+            }
+            if cil.spare_items.capacity() < items.capacity() {
+                cil.spare_items = items;
+            }
+        }
         let _ = self
             .cil_bytes
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
-                Some(b.saturating_sub(ctx.bytes))
+                Some(b.saturating_sub(ctx_bytes))
             });
         self.pushed.store(seq, Ordering::Release);
         self.space_cv.notify_all();
@@ -762,6 +897,7 @@ impl Log {
         self.trace_iclog(IclogEvent::Sync, &w.icl[c]);
         self.trace_iclog(IclogEvent::Write, &w.icl[c]);
         let data = std::mem::take(&mut w.icl[c].data);
+        let mut image = std::mem::take(&mut w.icl[c].image);
         let ops = w.icl[c].ops;
         let at = w.icl[c].at;
         let prev = w.prev_block;
@@ -776,9 +912,10 @@ impl Log {
             if let Some(m) = self.ail.lock().min_abs() {
                 tail = tail.min(m);
             }
-            self.write_record(&data, ops, at, tail, prev)
+            self.write_record(&data, &mut image, ops, at, tail, prev)
         })
         .inspect_err(|e| self.fail_with(e))?;
+        w.icl[c].image = image;
         let ic = &mut w.icl[c];
         ic.state = IclogState::DoneSync;
         self.trace_iclog(IclogEvent::SyncDone, &w.icl[c]);
@@ -796,14 +933,20 @@ impl Log {
         Ok(())
     }
 
-    /// Build, checksum and write one record (PREFLUSH + FUA).
-    fn write_record(&self, data: &[u8], ops: u32, at: u64, tail: u64, prev: u32) -> FsResult<()> {
-        let mut payload = data.to_vec();
-        payload.resize(data.len().div_ceil(512) * 512, 0);
+    /// Build (into `image`), checksum and write one record (PREFLUSH + FUA).
+    fn write_record(
+        &self,
+        data: &[u8],
+        image: &mut Vec<u8>,
+        ops: u32,
+        at: u64,
+        tail: u64,
+        prev: u32,
+    ) -> FsResult<()> {
         let lsn = self.lsn(at);
         let hdr = RecordHeader {
             cycle: lsn.cycle(),
-            len: payload.len() as u32,
+            len: (data.len().div_ceil(512) * 512) as u32,
             lsn,
             tail_lsn: self.lsn(tail),
             prev_block: prev,
@@ -811,7 +954,7 @@ impl Log {
             size: self.geo.logbsize,
             uuid: self.uuid,
         };
-        let image = record::encode_record(&self.cksum, &hdr, &payload, self.geo.log_bb);
+        record::encode_record_into(&self.cksum, &hdr, data, self.geo.log_bb, image);
         let log_bytes = u64::from(self.geo.log_bb) * 512;
         let off = u64::from(lsn.block()) * 512;
         let base = self.geo.start_daddr * 512;

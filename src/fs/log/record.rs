@@ -360,9 +360,36 @@ fn crc_pieces(rest: &[u8], heads: usize, len: usize) -> Vec<(&'static str, &[u8]
 /// [`MAX_LOGBSIZE`], does not fit the log, or `hdr.cycle` is not the cycle of `hdr.lsn`:
 /// those are writer bugs, not disk contents.
 pub fn encode_record(cksum: &Cksum, hdr: &RecordHeader, payload: &[u8], log_bb: u32) -> Vec<u8> {
-    let len = payload.len();
-    assert_eq!(len, hdr.len as usize, "h_len is the payload length");
-    assert_eq!(len % BB, 0, "the caller pads the payload to a block");
+    assert_eq!(
+        payload.len(),
+        hdr.len as usize,
+        "h_len is the payload length"
+    );
+    let mut image = Vec::new();
+    encode_record_into(cksum, hdr, payload, log_bb, &mut image);
+    image
+}
+
+/// [`encode_record`] into `image` (its allocation reused: the log writes one record per
+/// iclog, and two fresh 32 KiB buffers per record showed in profiles), from a payload not
+/// yet padded: the zeros up to `hdr.len` are added here.
+///
+/// # Panics
+/// As [`encode_record`], and if the payload needs more or less than `hdr.len` once padded.
+pub fn encode_record_into(
+    cksum: &Cksum,
+    hdr: &RecordHeader,
+    payload: &[u8],
+    log_bb: u32,
+    image: &mut Vec<u8>,
+) {
+    let len = hdr.len as usize;
+    assert_eq!(len % BB, 0, "h_len is a whole number of blocks");
+    assert_eq!(
+        payload.len().div_ceil(BB) * BB,
+        len,
+        "h_len is the padded payload length"
+    );
     assert!(len <= MAX_LOGBSIZE as usize, "payload larger than an iclog");
     assert_eq!(hdr.cycle, hdr.lsn.cycle(), "h_cycle is the cycle of h_lsn");
     let heads = header_sectors(len);
@@ -373,9 +400,11 @@ pub fn encode_record(cksum: &Cksum, hdr: &RecordHeader, payload: &[u8], log_bb: 
         hdr.lsn
     );
 
-    let mut image = vec![0u8; total * BB];
+    image.clear();
+    image.resize(heads * BB, 0);
+    image.extend_from_slice(payload);
+    image.resize(total * BB, 0);
     hdr.encode(&mut image[..HEADER_SIZE]);
-    image[heads * BB..].copy_from_slice(payload);
     for h in 1..heads {
         put_u32(&mut image[h * BB..], 0, stamp_for(hdr.lsn, h, log_bb));
     }
@@ -394,7 +423,6 @@ pub fn encode_record(cksum: &Cksum, hdr: &RecordHeader, payload: &[u8], log_bb: 
     let (first, rest) = image.split_at_mut(HEADER_SIZE);
     let pieces = crc_pieces(rest, heads, len);
     cksum.update_pieces(SITE_HEADER, &mut first[..REC_HEADER_LEN], OFF_CRC, &pieces);
-    image
 }
 
 /// Decode one record from `bytes` (its header sector(s) and payload in order, gathered

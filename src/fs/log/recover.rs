@@ -16,7 +16,7 @@
 //! change older than the home block's LSN, an optimisation, not a correctness rule, for
 //! physical logging replayed in order).
 
-use std::collections::HashMap;
+use crate::fs::fastmap::FastMap;
 
 use crate::fs::cksum::Cksum;
 use crate::fs::dev::BlockDev;
@@ -68,7 +68,7 @@ pub fn read_log(dev: &dyn BlockDev, geo: &Geometry) -> FsResult<Vec<u8>> {
 /// Put the ops of the window's records back together: the committed checkpoints in commit
 /// order, and whether the last record is an unmount record.
 fn checkpoints(window: &scan::LogWindow, log_daddr: u64) -> FsResult<(Vec<Checkpoint>, bool)> {
-    let mut open: HashMap<u32, Checkpoint> = HashMap::new();
+    let mut open: FastMap<u32, Checkpoint> = FastMap::default();
     let mut partial: Option<(u32, Vec<u8>)> = None;
     let mut done = Vec::new();
     let mut last_unmount = false;
@@ -188,7 +188,7 @@ pub fn recover(
     // The scan allows for XFS's most iclogs in flight, whatever this mount's logbufs: the
     // log may have been written with another setting.
     // Pass 1: the last cancel of each block, as (checkpoint, item) position.
-    let mut cancels: HashMap<u64, (usize, usize)> = HashMap::new();
+    let mut cancels: FastMap<u64, (usize, usize)> = FastMap::default();
     for (c, cp) in cps.iter().enumerate() {
         for (i, op) in cp.iter().enumerate() {
             if let Ok(LoggedItem::Cancel { daddr }) = item::parse_item(op) {
@@ -199,7 +199,7 @@ pub fn recover(
     let cancelled_later =
         |daddr: u64, pos: (usize, usize)| cancels.get(&daddr).is_some_and(|&p| p > pos);
     // Pass 2: lay the items over their home blocks.
-    let mut blocks: HashMap<u64, (BlockKind, Vec<u8>)> = HashMap::new();
+    let mut blocks: FastMap<u64, (BlockKind, Vec<u8>)> = FastMap::default();
     let mut order = Vec::new();
     let end = geo.sectors();
     for (c, cp) in cps.iter().enumerate() {
@@ -208,6 +208,32 @@ pub fn recover(
                 .map_err(|why| corrupt(log_daddr, format!("log item: {why}")))?;
             let (daddr, kind, len) = match &it {
                 LoggedItem::Cancel { .. } => continue,
+                LoggedItem::Icreate(ic) => {
+                    // The chunk's cluster blocks, written afresh (their bytes were never
+                    // logged); a block freed later in the log keeps what came after.
+                    for (daddr, first) in icreate_blocks(geo, ic)
+                        .map_err(|why| corrupt(log_daddr, format!("icreate item: {why}")))?
+                    {
+                        if cancelled_later(daddr, (c, i)) {
+                            continue;
+                        }
+                        let b = match blocks.entry(daddr) {
+                            std::collections::hash_map::Entry::Occupied(o) => {
+                                let (k, b) = o.into_mut();
+                                *k = BlockKind::Inode;
+                                b.clear();
+                                b.resize(BLOCK_SIZE, 0);
+                                b
+                            }
+                            std::collections::hash_map::Entry::Vacant(v) => {
+                                order.push(daddr);
+                                &mut v.insert((BlockKind::Inode, vec![0u8; BLOCK_SIZE])).1
+                            }
+                        };
+                        crate::fs::ialloc::init_cluster(b, first, ic.seed, uuid, cksum);
+                    }
+                    continue;
+                }
                 LoggedItem::Buf {
                     kind, daddr, len, ..
                 } => (*daddr, *kind, *len),
@@ -232,10 +258,14 @@ pub fn recover(
             if cancelled_later(daddr, (c, i)) {
                 continue;
             }
+            // A block the item says starts as zeros is not read from home.
+            let zeroed = matches!(it, LoggedItem::Buf { zeroed: true, .. });
             if let std::collections::hash_map::Entry::Vacant(v) = blocks.entry(daddr) {
                 let mut b = vec![0u8; len];
-                dev.read_at(&mut b, daddr * BBSIZE as u64)
-                    .map_err(|e| FsError::io(IoOp::ReadMeta(kind), Some(daddr), e))?;
+                if !zeroed {
+                    dev.read_at(&mut b, daddr * BBSIZE as u64)
+                        .map_err(|e| FsError::io(IoOp::ReadMeta(kind), Some(daddr), e))?;
+                }
                 v.insert((kind, b));
                 order.push(daddr);
             }
@@ -245,6 +275,9 @@ pub fn recover(
                     log_daddr,
                     format!("log items of {} and {len} bytes for daddr {daddr}", b.len()),
                 ));
+            }
+            if zeroed {
+                b.fill(0);
             }
             match it {
                 LoggedItem::Buf {
@@ -259,7 +292,7 @@ pub fn recover(
                     slot[..image.len()].copy_from_slice(image);
                     slot[image.len()..].fill(0);
                 }
-                LoggedItem::Cancel { .. } => {}
+                LoggedItem::Cancel { .. } | LoggedItem::Icreate(_) => {}
             }
         }
     }
@@ -283,6 +316,31 @@ pub fn recover(
     dev.flush()
         .map_err(|e| FsError::io(IoOp::FlushDevice, None, e))?;
     Ok(rec)
+}
+
+/// The cluster blocks of an icreate item's chunk, each with its first inode number; `Err`
+/// when the item does not describe a chunk of this filesystem.
+fn icreate_blocks(geo: &Geometry, ic: &item::Icreate) -> Result<Vec<(u64, u64)>, String> {
+    let per_block = crate::fs::format::INODES_PER_BLOCK as u32;
+    let chunk = crate::fs::ialloc::CHUNK_BLOCKS;
+    if ic.agno >= geo.agcount
+        || ic.isize != INODE_SIZE as u32
+        || ic.length != chunk
+        || ic.count != chunk * per_block
+        || !ic.agbno.is_multiple_of(chunk)
+        || u64::from(ic.agbno) + u64::from(ic.length) > u64::from(geo.agblocks)
+    {
+        return Err(format!("{ic:?} is not an inode chunk of this filesystem"));
+    }
+    Ok((0..ic.length)
+        .map(|b| {
+            let agbno = ic.agbno + b;
+            (
+                geo.ag_daddr(ic.agno, agbno).0,
+                geo.ino(ic.agno, Geometry::agbno_agino(agbno)),
+            )
+        })
+        .collect())
 }
 
 /// Zero the blocks after the head that a torn write may have left (XFS's
