@@ -26,7 +26,6 @@ const BACK_TO_EXTENTS: usize = MAX_INLINE_EXTENTS - 4;
 /// An inode's bmbt: linear block pointers, blocks allocated near the inode.
 struct BmapSpace {
     ip: Option<InodeId>,
-    agno: u32,
     /// Blocks allocated (+) or freed (-), charged to the inode by `settle`.
     blocks_delta: i64,
 }
@@ -47,10 +46,8 @@ impl TreeSpace for BmapSpace {
     }
 
     fn alloc(&mut self, tp: &mut Trans, _kind: BlockKind, hint: u64) -> FsResult<(u64, Daddr)> {
-        let req = AllocReq {
-            near: Some(hint + 1),
-            ..AllocReq::blocks(self.agno, 1)
-        };
+        // Near the block being split, or the inode for a new tree (xfs_bmbt_alloc_block).
+        let req = AllocReq::near(&tp.fs().geo, hint, 1);
         let (fsb, _) = alloc_extent(tp, &req)?;
         self.blocks_delta += 1;
         Ok((fsb, Daddr::of_block(fsb)))
@@ -62,14 +59,12 @@ impl TreeSpace for BmapSpace {
     }
 }
 
-/// A store over inode `ino`'s bmbt; with `ip`, tree blocks are charged to that joined inode.
-fn bmap_store<'t, 'a>(tp: &'t mut Trans<'a>, ip: Option<InodeId>, ino: u64) -> BmapStore<'t, 'a> {
-    let agno = tp.fs().geo.ino_agno(ino);
+/// A store over an inode's bmbt; with `ip`, tree blocks are charged to that joined inode.
+fn bmap_store<'t, 'a>(tp: &'t mut Trans<'a>, ip: Option<InodeId>) -> BmapStore<'t, 'a> {
     TreeStore::new(
         tp,
         BmapSpace {
             ip,
-            agno,
             blocks_delta: 0,
         },
     )
@@ -87,7 +82,7 @@ fn settle(st: BmapStore) {
 /// Read every extent of an inode's bmbt (at iget of a btree-format inode).
 pub fn load_extents(fs: &Fs, ino: u64, root: ForkRoot) -> FsResult<Vec<Extent>> {
     let mut tp = Trans::reader(fs);
-    let mut st = bmap_store(&mut tp, None, ino);
+    let mut st = bmap_store(&mut tp, None);
     let (out, _) =
         run_cursor::<BmbtSpec, _, _>(&mut st, root, ino, |cur, st| cur.records_from(st, &0));
     tp.commit()?;
@@ -111,7 +106,6 @@ enum TreeAction {
 /// `change`: apply the change to the tree, or convert between extents and btree format.
 pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<()> {
     let ino = tp.ino(ip);
-    let agno = tp.fs().geo.ino_agno(ino);
     let real = |v: &[Extent]| v.iter().filter(|e| !e.is_delalloc()).count();
     let action = match &tp.ic(ip).fork {
         DataFork::Extents(list) if real(list) > MAX_INLINE_EXTENTS => TreeAction::Build,
@@ -121,13 +115,18 @@ pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<(
         DataFork::Btree { root, .. } => TreeAction::Apply(*root),
         _ => TreeAction::None,
     };
-    let mut st = bmap_store(&mut *tp, Some(ip), ino);
+    let mut st = bmap_store(&mut *tp, Some(ip));
     let outcome = match action {
         TreeAction::None => Ok(None),
         TreeAction::Build => {
             // Rare (once per file crossing the limit), so copying the list is fine.
             let list: Vec<Extent> = st.tp.ic(ip).fork.extents().to_vec();
-            let hint = st.tp.fs().geo.fsblock(agno, 0);
+            // The first tree block goes near the inode (xfs_bmap_extents_to_btree).
+            let geo = st.tp.fs().geo;
+            let hint = geo.fsblock(
+                geo.ino_agno(ino),
+                crate::fs::geo::Geometry::agino_agbno(geo.ino_agino(ino)),
+            );
             let built = btree::create::<BmbtSpec>(&mut st, ino, hint).and_then(|root| {
                 // (The root block was charged by BmapStore::alloc inside create().)
                 let (r, root) = run_cursor::<BmbtSpec, _, _>(&mut st, root, ino, |cur, st| {
@@ -189,7 +188,7 @@ pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<(
 /// Check an inode's bmbt against its in-core list (for the checker).
 pub fn check_tree(fs: &Fs, ino: u64, root: ForkRoot, extents: &[Extent]) -> FsResult<Vec<String>> {
     let mut tp = Trans::reader(fs);
-    let mut st = bmap_store(&mut tp, None, ino);
+    let mut st = bmap_store(&mut tp, None);
     let r = root;
     let mut findings: Vec<String> = btree::check::<BmbtSpec>(&mut st, r, ino)?
         .iter()
@@ -215,7 +214,7 @@ pub fn check_tree(fs: &Fs, ino: u64, root: ForkRoot, extents: &[Extent]) -> FsRe
 /// Every block of an inode's bmbt (for the checker's space accounting).
 pub fn tree_blocks(fs: &Fs, ino: u64, root: ForkRoot) -> FsResult<Vec<u64>> {
     let mut tp = Trans::reader(fs);
-    let mut st = bmap_store(&mut tp, None, ino);
+    let mut st = bmap_store(&mut tp, None);
     let blocks = btree::blocks::<BmbtSpec>(&mut st, root, ino)?;
     tp.commit()?;
     Ok(blocks.into_iter().map(|(p, _)| p).collect())

@@ -12,12 +12,12 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::fs::alloc::{AllocReq, alloc_extent, free_extent};
+use crate::fs::alloc::{AllocReq, AllocTarget, alloc_extent, free_extent};
 use crate::fs::btree::kinds::{FinoSpec, InoRec, InoSpec};
 use crate::fs::btree::store::BufId;
 use crate::fs::btree::{BtreeSpec, Cursor, LookupMode, Root};
 use crate::fs::error::{FsError, FsResult};
-use crate::fs::format::ag::{AGI_SECTOR, Agi};
+use crate::fs::format::ag::{AGI_SECTOR, Agi, NULL_AGBLOCK};
 use crate::fs::format::dinode::{self, DinodeCore};
 use crate::fs::format::{
     BBSIZE, BLOCK_SIZE, BlockKind, Daddr, INODE_SIZE, INODES_PER_BLOCK, INODES_PER_CHUNK,
@@ -61,10 +61,10 @@ impl TreeSpace for InodeTreeSpace {
 
     fn alloc(&mut self, tp: &mut Trans, _kind: BlockKind, hint: u64) -> FsResult<(u64, Daddr)> {
         let geo = tp.fs().geo;
+        // Near the block being split, in this AG (XFS's xfs_inobt_alloc_block).
         let req = AllocReq {
-            near: Some(geo.fsblock(self.agno, hint as u32 + 1)),
             this_ag_only: true,
-            ..AllocReq::blocks(self.agno, 1)
+            ..AllocReq::near(&geo, geo.fsblock(self.agno, hint as u32), 1)
         };
         let (fsb, _) = alloc_extent(tp, &req)?;
         self.blocks_delta += 1;
@@ -179,18 +179,45 @@ fn fresh_generation(ino: u64) -> u32 {
 }
 
 /// Add a chunk to a locked AG. Fails with `NoSpace` if the AG has no 8 aligned blocks.
+///
+/// Where it goes is XFS's `xfs_ialloc_ag_alloc`: right after the last chunk made
+/// (`agi_newino`) if those blocks are free, else the aligned free blocks nearest the
+/// inobt's root.
 fn new_chunk(tp: &mut Trans, h: &mut AgiHandle) -> FsResult<()> {
     let geo = tp.fs().geo;
-    let req = AllocReq {
-        agno: h.agno,
-        near: None,
-        minlen: CHUNK_BLOCKS,
-        maxlen: CHUNK_BLOCKS,
-        align: CHUNK_BLOCKS,
+    let chunk = AllocReq {
         this_ag_only: true,
-        reserved: false,
+        ..AllocReq::blocks(h.agno, CHUNK_BLOCKS)
     };
-    let (fsb, _) = alloc_extent(tp, &req)?;
+    // mkfs records "no chunk yet" as NULL_AGBLOCK (all ones), as XFS its NULLAGINO.
+    let after_last = (h.agi.newino != NULL_AGBLOCK)
+        .then(|| Geometry::agino_agbno(h.agi.newino) + CHUNK_BLOCKS)
+        .filter(|&b| b < geo.ag_len(h.agno));
+    let exact = match after_last {
+        Some(agbno) => {
+            let req = AllocReq {
+                target: AllocTarget::Exact(geo.fsblock(h.agno, agbno)),
+                ..chunk
+            };
+            match alloc_extent(tp, &req) {
+                Ok(got) => Some(got),
+                Err(FsError::NoSpace) => None,
+                Err(e) => return Err(e),
+            }
+        }
+        None => None,
+    };
+    let (fsb, _) = match exact {
+        Some(got) => got,
+        None => {
+            let req = AllocReq {
+                target: AllocTarget::Near(geo.fsblock(h.agno, h.agi.root)),
+                align: CHUNK_BLOCKS,
+                ..chunk
+            };
+            alloc_extent(tp, &req)?
+        }
+    };
     let agbno = geo.agbno_of(fsb);
     init_chunk(tp, h.agno, agbno)?;
     let rec = InoRec {
