@@ -5,8 +5,10 @@
 //! tenth of the files (`-n 20000` becomes 2000, `-n 2000` 200, `-n 1000` 100) so the whole
 //! file runs in seconds; everything else (sync method, file size, threads, subdirectories)
 //! is the fixture's own. Per-file figures do not depend on the file count beyond one-off
-//! costs, which the table's rare-event floor covers. The device is a 4 GiB memory device,
-//! four allocation groups of 1 GiB like the fixtures' `mkfs.xfs` defaults. A test fails when
+//! costs, which the table's rare-event floor covers. The device is the fidelity device
+//! (`fslab::workload::fidelity::FIDELITY_DEVICE`): 4 GiB, four allocation groups of 1 GiB
+//! like the fixtures' `mkfs.xfs` defaults, with flushes that take time as the recording's
+//! loop device's did. A test fails when
 //! a field the fidelity table holds to the band (`fslab::workload::fidelity::table`) leaves
 //! it; the side-by-side table is printed either way (`cargo test --test fidelity -- --nocapture`).
 //! `fsmark --stats-compare tests/fixtures/kernel/NAME` runs a fixture at full size.
@@ -15,7 +17,7 @@ use std::path::Path;
 
 use fslab::backend::open::LabConfig;
 use fslab::cli::fsmark::fixture_config;
-use fslab::workload::fidelity::{Comparison, Fixture, run_on_fresh_labfs};
+use fslab::workload::fidelity::{Comparison, FIDELITY_DEVICE, Fixture, run_on_fresh_labfs};
 
 /// The test runs a tenth of each fixture's files.
 const SCALE_DOWN: u32 = 10;
@@ -27,7 +29,7 @@ fn compare(name: &str) -> Comparison {
     let fixture = Fixture::load(&dir).expect("fixture");
     let (mut config, _) = fixture_config(&fixture, &dir).expect("the fixture's command");
     config.num_files = (config.num_files / SCALE_DOWN).max(1);
-    let lab = LabConfig::new("mem:4g".parse().expect("device"));
+    let lab = LabConfig::new(FIDELITY_DEVICE.parse().expect("device"));
     let run = run_on_fresh_labfs(&lab, &config).expect("labfs run");
     assert_eq!(
         run.files,
@@ -90,4 +92,45 @@ fn s3_reverse_fsync_pass() {
 #[test]
 fn s4_sync_and_reverse_fsync_16_subdirs() {
     check("s4-4k-n2000-D16");
+}
+
+/// A fixture of a small workload, written into a temporary directory.
+fn small_fixture() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("meta.txt"),
+        "workload: small\ncommand: fsmark --fs host -d MNT/t -S0 -s 0 -n 50\nfiles: 50\n",
+    )
+    .expect("meta");
+    std::fs::write(dir.path().join("stats.txt"), "dir 50 50 50 0\n").expect("stats");
+    dir
+}
+
+#[test]
+fn stats_compare_runs_on_the_fidelity_device_unless_told_otherwise() {
+    let fixture = small_fixture();
+    let run = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_fsmark"))
+            .arg("--stats-compare")
+            .arg(fixture.path())
+            .args(extra)
+            .output()
+            .expect("fsmark");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let default = run(&[]);
+    assert!(
+        default.contains("Backend: labfs on mem:4GiB flush=220us"),
+        "{default}"
+    );
+    assert!(default.contains("fidelity "), "{default}");
+    assert!(default.contains("fields compared"), "{default}");
+    let given = run(&["--device", "mem:64m"]);
+    assert!(given.contains("Backend: labfs on mem:64MiB "), "{given}");
 }
