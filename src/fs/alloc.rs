@@ -1048,6 +1048,12 @@ fn alloc_in_ag(tp: &mut Trans, mut h: AgfHandle, req: &AllocReq) -> FsResult<Opt
 /// so when the transaction already holds one, lower AGs are only ever tried. An exact
 /// request and one for a single AG (inode chunks and inode-tree blocks, under their AGI) wait
 /// for that AG's AGF, as `xfs_alloc_vextent_exact_bno` and `xfs_alloc_vextent_near_bno` do.
+///
+/// One difference: the request's own AG is waited for on the first pass, where XFS only
+/// tries it. A transaction that allocates may free blocks of that AG afterwards (a
+/// directory block replaced by a new one); XFS frees them in a transaction of their own
+/// (deferred, after a roll), labfs in the same one, which would then wait for a lower AGF
+/// than the one the allocation moved to.
 pub fn alloc_extent(tp: &mut Trans, req: &AllocReq) -> FsResult<(u64, u32)> {
     tp.fs().check_live()?;
     let geo = tp.fs().geo;
@@ -1077,7 +1083,7 @@ pub fn alloc_extent(tp: &mut Trans, req: &AllocReq) -> FsResult<(u64, u32)> {
                 continue;
             }
             let in_order = tp.highest_agf_held().is_none_or(|h| agno >= h);
-            let may_block = in_order && (single.is_some() || pass == 1);
+            let may_block = in_order && (single.is_some() || pass == 1 || agno == req.agno);
             let Some(h) = lock_agf(tp, agno, !may_block)? else {
                 continue;
             };
@@ -1351,17 +1357,33 @@ mod tests {
     }
 
     #[test]
-    fn a_busy_agf_is_skipped_for_another_ag_and_counted_busy() {
+    fn a_busy_agf_is_skipped_for_the_next_ag_and_counted_busy() {
         let fs = mem_fs(64 << 20);
         let geo = fs.geo;
-        let target = geo.fsblock(1, 100);
-        // Another transaction holds AG 1's AGF.
+        // AG 1, the request's own, is full.
+        loop {
+            let longest = fs.perag[1].longest.load(Ordering::Relaxed);
+            if longest == 0 {
+                break;
+            }
+            let req = AllocReq {
+                this_ag_only: true,
+                ..AllocReq::blocks(1, longest)
+            };
+            let mut tp = Trans::new(&fs, Resv::Write);
+            if alloc_extent(&mut tp, &req).is_err() {
+                break;
+            }
+            tp.commit().expect("commit");
+        }
+        // Another transaction holds AG 2's AGF.
         let mut holder = Trans::new(&fs, Resv::Write);
-        alloc_extent(&mut holder, &AllocReq::near(&geo, target, 1)).expect("alloc");
+        alloc_extent(&mut holder, &AllocReq::blocks(2, 1)).expect("alloc");
         let busy = fs.stats.mount().snapshot().get(Stat::BufBusyLocked);
         let mut tp = Trans::new(&fs, Resv::Write);
-        let (got, _) = alloc_extent(&mut tp, &AllocReq::near(&geo, target, 1)).expect("alloc");
-        assert_eq!(geo.agno_of(got), 2, "the next AG, not a wait");
+        let (got, _) =
+            alloc_extent(&mut tp, &AllocReq::near(&geo, geo.fsblock(1, 100), 1)).expect("alloc");
+        assert_eq!(geo.agno_of(got), 3, "past the busy AG, not a wait for it");
         assert_eq!(
             fs.stats.mount().snapshot().get(Stat::BufBusyLocked),
             busy + 1
