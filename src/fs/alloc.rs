@@ -10,8 +10,17 @@
 //! a small stock refilled before each operation ("fixing the free list"), so a tree never
 //! allocates from itself mid-update.
 //!
+//! Where blocks go follows XFS's allocator, because where they go decides the shape of the
+//! free space and so every free-space B+tree count: a request has a target ([`AllocTarget`]):
+//! the nearest free space to a block (`xfs_alloc_ag_vextent_near`: file data and directory
+//! blocks near where the file's blocks are, or near its inode; tree blocks near the block
+//! they split from), exactly a block (`xfs_alloc_ag_vextent_exact`: an inode chunk right after
+//! the last), or the best fit by size (`xfs_alloc_ag_vextent_size`: other AGs, the AGFL).
+//!
 //! Stats: `extent_alloc` (extents/blocks allocated and freed) and the `abtb2`/`abtc2` btree
-//! lines (from the cursors' exact tallies).
+//! lines (from the cursors' exact tallies, with XFS's lookups: a tree whose cursor already
+//! stands on the record is not looked up again, and `longest` is re-read with one by-size
+//! lookup after every allocation and free, as `xfs_alloc_fixup_longest` does).
 
 use std::sync::atomic::Ordering;
 

@@ -107,7 +107,7 @@ enum TreeAction {
 /// (`xfs_bmap_extents_to_btree`) and removing it frees the block
 /// (`xfs_bmap_btree_to_extents`), neither counted as btree operations; a change to a
 /// fork that has a tree is made with the tree's operations the bmap code uses (see
-/// [`apply_change`]).
+/// `apply_change`).
 pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<()> {
     let ino = tp.ino(ip);
     let real = |v: &[Extent]| v.iter().filter(|e| !e.is_delalloc()).count();

@@ -9,6 +9,11 @@
 //! A new chunk is 8 aligned blocks, written at once with 64 free inodes (magic, number, UUID,
 //! CRC), so every inode slot on disk always verifies. Freeing the last used inode of a chunk
 //! frees the chunk (XFS's default, `ikeep` off).
+//!
+//! The searches are XFS's, lookup for lookup (they decide the `ibt2`/`fibt2` counts): a new
+//! inode comes from the finobt chunk nearest its parent, the inobt record is looked up once
+//! and updated; a freed one's inobt record is found with a less-or-equal lookup and changed
+//! where it was found; a new chunk goes right after the last one, else near the inobt root.
 
 use std::sync::atomic::Ordering;
 
