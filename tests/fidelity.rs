@@ -1,33 +1,34 @@
 //! labfs's XFS statistics against kernel XFS's, per file, for every recorded fixture workload
 //! (`tests/fixtures/kernel`, recorded by `scripts/record_kernel_fixtures.sh`).
 //!
-//! Each test runs its fixture's fsmark command on a fresh labfs in-process, scaled down to a
-//! tenth of the files (`-n 20000` becomes 2000, `-n 2000` 200, `-n 1000` 100) so the whole
-//! file runs in seconds; everything else (sync method, file size, threads, subdirectories)
-//! is the fixture's own. Per-file figures do not depend on the file count beyond one-off
-//! costs, which the table's rare-event floor covers. The device is a 4 GiB memory device,
-//! four allocation groups of 1 GiB like the fixtures' `mkfs.xfs` defaults. A test fails when
-//! a field the fidelity table holds to the band (`fslab::workload::fidelity::table`) leaves
-//! it; the side-by-side table is printed either way (`cargo test --test fidelity -- --nocapture`).
-//! `fsmark --stats-compare tests/fixtures/kernel/NAME` runs a fixture at full size.
+//! Each test runs its fixture's fsmark command on a fresh labfs in-process, as recorded:
+//! every file, every option (sync method, file size, threads, subdirectories). Full size,
+//! because the kernel's figures are full-size figures: the work per file of a B+tree grows
+//! with the tree (compares with its depth and width, shifts once a leaf fills), a directory
+//! outgrows its inode only past some number of entries, and one-off costs (the first reads
+//! of a fresh mount) weigh ten times as much per file in a tenth of the files; a run at a
+//! tenth of the files would be compared with a kernel that built bigger trees. All seven
+//! take a few seconds. The device is the fidelity device
+//! (`fslab::workload::fidelity::FIDELITY_DEVICE`): 4 GiB, four allocation groups of 1 GiB
+//! like the fixtures' `mkfs.xfs` defaults, with flushes that take time as the recording's
+//! loop device's did. A test fails when a field the fidelity table holds to the band
+//! (`fslab::workload::fidelity::table`) leaves it; the side-by-side table is printed either
+//! way (`cargo test --test fidelity -- --nocapture`), as `fsmark --stats-compare
+//! tests/fixtures/kernel/NAME` prints it.
 
 use std::path::Path;
 
 use fslab::backend::open::LabConfig;
 use fslab::cli::fsmark::fixture_config;
-use fslab::workload::fidelity::{Comparison, Fixture, run_on_fresh_labfs};
-
-/// The test runs a tenth of each fixture's files.
-const SCALE_DOWN: u32 = 10;
+use fslab::workload::fidelity::{Comparison, FIDELITY_DEVICE, Fixture, run_on_fresh_labfs};
 
 fn compare(name: &str) -> Comparison {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/kernel")
         .join(name);
     let fixture = Fixture::load(&dir).expect("fixture");
-    let (mut config, _) = fixture_config(&fixture, &dir).expect("the fixture's command");
-    config.num_files = (config.num_files / SCALE_DOWN).max(1);
-    let lab = LabConfig::new("mem:4g".parse().expect("device"));
+    let (config, _) = fixture_config(&fixture, &dir).expect("the fixture's command");
+    let lab = LabConfig::new(FIDELITY_DEVICE.parse().expect("device"));
     let run = run_on_fresh_labfs(&lab, &config).expect("labfs run");
     assert_eq!(
         run.files,
@@ -90,4 +91,45 @@ fn s3_reverse_fsync_pass() {
 #[test]
 fn s4_sync_and_reverse_fsync_16_subdirs() {
     check("s4-4k-n2000-D16");
+}
+
+/// A fixture of a small workload, written into a temporary directory.
+fn small_fixture() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("meta.txt"),
+        "workload: small\ncommand: fsmark --fs host -d MNT/t -S0 -s 0 -n 50\nfiles: 50\n",
+    )
+    .expect("meta");
+    std::fs::write(dir.path().join("stats.txt"), "dir 50 50 50 0\n").expect("stats");
+    dir
+}
+
+#[test]
+fn stats_compare_runs_on_the_fidelity_device_unless_told_otherwise() {
+    let fixture = small_fixture();
+    let run = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_fsmark"))
+            .arg("--stats-compare")
+            .arg(fixture.path())
+            .args(extra)
+            .output()
+            .expect("fsmark");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let default = run(&[]);
+    assert!(
+        default.contains("Backend: labfs on mem:4GiB flush=220us"),
+        "{default}"
+    );
+    assert!(default.contains("fidelity "), "{default}");
+    assert!(default.contains("fields compared"), "{default}");
+    let given = run(&["--device", "mem:64m"]);
+    assert!(given.contains("Backend: labfs on mem:64MiB "), "{given}");
 }

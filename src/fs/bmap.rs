@@ -26,6 +26,7 @@ use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::dinode::{DinodeCore, EXTENT_REC_SIZE, ForkFormat, MAX_INLINE_EXTENTS};
 use crate::fs::format::endian::{get_u16, get_u64, put_u16, put_u64};
 use crate::fs::format::{BlockKind, Daddr};
+use crate::fs::geo::Geometry;
 use crate::fs::inode::{DELALLOC, DataFork, Extent, ForkRoot};
 use crate::fs::stats::{MountStats, Stat};
 use crate::fs::trans::{InodeId, Trans};
@@ -340,10 +341,81 @@ pub fn map_block(tp: &Trans, ip: InodeId, lblk: u64) -> Option<u64> {
         .map(|e| e.startblock + (lblk - e.startoff))
 }
 
+/// XFS's `XFS_ALLOC_GAP_UNITS`: a gap to a neighbouring extent counts as part of the
+/// target only while it is at most this many times the allocation's length.
+const ALLOC_GAP_UNITS: u64 = 4;
+
+/// Where new blocks for file blocks `off..off+len` of inode `ino` should go: the target of
+/// its allocation (XFS's `xfs_bmap_adjacent`, as `xfs_bmap_btalloc` aims every data and
+/// directory block). Past the last extent, right after the real extent before `off` (plus
+/// the gap to it); between extents, whichever of the two neighbours' blocks (adjusted by
+/// the gap, while the gap is small) is nearer; with no real neighbour, the inode's own
+/// block, so a new file's first blocks go near its inode.
+pub fn alloc_target(geo: &Geometry, list: &[Extent], off: u64, len: u32, ino: u64) -> u64 {
+    let inode_block = geo.fsblock(geo.ino_agno(ino), Geometry::agino_agbno(geo.ino_agino(ino)));
+    // A block in the same AG as `anchor` (the kernel's ISVALID).
+    let same_ag = |b: u64, anchor: u64| b < geo.dblocks && geo.agno_of(b) == geo.agno_of(anchor);
+    let at = list.partition_point(|e| e.end() <= off);
+    let prev = at
+        .checked_sub(1)
+        .map(|i| list[i])
+        .filter(|e| !e.is_delalloc());
+    let next = list.get(at).copied();
+    let len = u64::from(len);
+    let Some(next) = next else {
+        // At the end of the file.
+        return prev
+            .map(|p| (p, p.startblock + u64::from(p.blockcount)))
+            .filter(|&(p, end)| same_ag(end, p.startblock))
+            .map_or(inode_block, |(p, end)| {
+                let gap = off - p.end();
+                if same_ag(end + gap, p.startblock) {
+                    end + gap
+                } else {
+                    end
+                }
+            });
+    };
+    let before = prev
+        .map(|p| (p, p.startblock + u64::from(p.blockcount)))
+        .filter(|&(p, end)| same_ag(end, p.startblock))
+        .map(|(p, end)| {
+            let gap = off - p.end();
+            if gap <= ALLOC_GAP_UNITS * len && same_ag(end + gap, p.startblock) {
+                (end + gap, gap)
+            } else {
+                (end, gap + gap)
+            }
+        });
+    let after = (!next.is_delalloc()).then(|| {
+        let gap = next.startoff - off;
+        let b = next.startblock;
+        if gap <= ALLOC_GAP_UNITS * len && b >= gap && same_ag(b - gap, b) {
+            (b - gap, gap)
+        } else if b >= len && same_ag(b - len, b) {
+            (b - len, (gap + gap).wrapping_sub(len))
+        } else {
+            (b, gap + gap)
+        }
+    });
+    match (before, after) {
+        (Some((pb, pd)), Some((gb, gd))) => {
+            if pd <= gd {
+                pb
+            } else {
+                gb
+            }
+        }
+        (Some((pb, _)), None) => pb,
+        (None, Some((gb, _))) => gb,
+        (None, None) => inode_block,
+    }
+}
+
 /// Allocate real blocks for file blocks `lblk..lblk+count` of a joined inode (which must be
-/// a hole there), as one extent if the allocator can, near the inode's last extent. Used for
-/// directory blocks and preallocation; file data normally goes through delayed allocation.
-/// Returns the extents added.
+/// a hole there), as one extent if the allocator can, as near as it can to where
+/// [`alloc_target`] aims. Used for directory blocks and preallocation; file data normally
+/// goes through delayed allocation. Returns the extents added.
 pub fn alloc_blocks(
     tp: &mut Trans,
     ip: InodeId,
@@ -354,26 +426,19 @@ pub fn alloc_blocks(
     let fs = tp.fs();
     fs.stats.inc(Stat::BlkMapw);
     let ino = tp.ino(ip);
-    let agno = fs.geo.ino_agno(ino);
+    let geo = fs.geo;
+    // A directory's blocks are metadata; a file's preallocated blocks are its data.
+    let userdata = !tp.ic(ip).is_dir();
     let mut added = Vec::new();
     let mut off = lblk;
     let mut left = count;
     while left > 0 {
-        let near = {
-            let list = tp.ic(ip).fork.extents();
-            let before = list.partition_point(|e| e.startoff < off);
-            before
-                .checked_sub(1)
-                .map(|i| list[i])
-                .filter(|e| !e.is_delalloc())
-                .map(|e| e.startblock + (off - e.startoff))
-        };
         let want = left.min(MAX_EXTENT_LEN);
+        let target = alloc_target(&geo, tp.ic(ip).fork.extents(), off, want, ino);
         let req = AllocReq {
-            near,
             minlen: 1,
-            maxlen: want,
-            ..AllocReq::blocks(agno, want)
+            userdata,
+            ..AllocReq::near(&geo, target, want)
         };
         let (block, got) = alloc_extent(tp, &req)?;
         if unwritten {

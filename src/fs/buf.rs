@@ -324,14 +324,12 @@ impl BufCache {
 
     /// Lock a buffer, waiting if needed, after checking the wait against the lock order
     /// (always, not only when contended, so an inversion shows the first time it runs).
-    /// Returns the guard and whether it had to wait.
-    fn lock_buf(&self, b: &Arc<BufLock>, kind: BlockKind, daddr: Daddr) -> (BufGuard, bool) {
+    fn lock_buf(&self, b: &Arc<BufLock>, kind: BlockKind, daddr: Daddr) -> BufGuard {
         let held = lockcheck::wait(self.lock_id(kind, daddr));
-        let (guard, waited) = match b.try_lock_arc() {
-            Some(g) => (g, false),
-            None => (b.lock_arc(), true),
-        };
-        (BufGuard { guard, _held: held }, waited)
+        BufGuard {
+            guard: b.lock_arc(),
+            _held: held,
+        }
     }
 
     /// The device under the cache.
@@ -355,13 +353,18 @@ impl BufCache {
         &self.shards[h as usize % SHARDS]
     }
 
-    /// Look up or create the cache entry for a buffer, without locking it.
-    fn entry(&self, daddr: Daddr, kind: BlockKind, len: usize) -> Arc<BufLock> {
-        self.stats.inc(Stat::BufGet);
+    /// Look up or create the cache entry for a buffer, without locking it. Returns the entry
+    /// and whether it was found in the cache.
+    ///
+    /// A miss is counted here (`buf miss_locked`, and `create` for the new buffer made for
+    /// it), as `xfs_buf_get_map` counts every lookup that finds nothing, whether the caller
+    /// then reads the block or initialises it.
+    fn entry(&self, daddr: Daddr, kind: BlockKind, len: usize) -> (Arc<BufLock>, bool) {
         let mut shard = self.shard(daddr).lock();
         if let Some(b) = shard.touch(daddr.0) {
-            return Arc::clone(b);
+            return (Arc::clone(b), true);
         }
+        self.stats.inc(Stat::BufMissLocked);
         self.stats.inc(Stat::BufCreate);
         let b = Arc::new(Mutex::new(BufData {
             daddr,
@@ -380,10 +383,15 @@ impl BufCache {
         if total > self.shrink_at.load(Ordering::Relaxed) {
             self.shrink();
         }
-        b
+        (b, false)
     }
 
     /// Get a buffer locked: `len` bytes of structure `kind` at `daddr`.
+    ///
+    /// Counts as XFS's `xfs_buf_get_map` with a blocking lock: a cached buffer is
+    /// `get_locked` and `get_locked_waited` (the kernel counts every blocking lock of a
+    /// cached buffer there, `xfs_buf_find_lock`, whether or not it had to sleep); every
+    /// buffer handed out is `get`.
     pub fn get(
         &self,
         daddr: Daddr,
@@ -391,17 +399,20 @@ impl BufCache {
         len: usize,
         mode: GetMode,
     ) -> FsResult<BufGuard> {
-        let b = self.entry(daddr, kind, len);
-        let (g, waited) = self.lock_buf(&b, kind, daddr);
-        self.stats.inc(if waited {
-            Stat::BufGetLockedWaited
-        } else {
-            Stat::BufGetLocked
-        });
+        let (b, cached) = self.entry(daddr, kind, len);
+        let g = self.lock_buf(&b, kind, daddr);
+        if cached {
+            self.stats.inc(Stat::BufGetLocked);
+            self.stats.inc(Stat::BufGetLockedWaited);
+        }
+        self.stats.inc(Stat::BufGet);
         self.prepare(g, daddr, kind, len, mode)
     }
 
-    /// Get a buffer locked only if nobody holds it; `Ok(None)` when busy (`buf busy_locked`).
+    /// Get a buffer locked only if nobody holds it; `Ok(None)` when busy (`buf busy_locked`,
+    /// and nothing else: XFS's `xfs_buf_get_map` returns `EAGAIN` before counting the get).
+    /// A cached buffer locked is `get_locked` (not `get_locked_waited`: a trylock never
+    /// waits), every buffer handed out `get`.
     pub fn try_get(
         &self,
         daddr: Daddr,
@@ -409,10 +420,13 @@ impl BufCache {
         len: usize,
         mode: GetMode,
     ) -> FsResult<Option<BufGuard>> {
-        let b = self.entry(daddr, kind, len);
+        let (b, cached) = self.entry(daddr, kind, len);
         match b.try_lock_arc() {
             Some(guard) => {
-                self.stats.inc(Stat::BufGetLocked);
+                if cached {
+                    self.stats.inc(Stat::BufGetLocked);
+                }
+                self.stats.inc(Stat::BufGet);
                 let g = BufGuard {
                     guard,
                     _held: lockcheck::tried(self.lock_id(kind, daddr)),
@@ -445,7 +459,9 @@ impl BufCache {
         if !g.valid {
             match mode {
                 GetMode::Read => {
-                    self.stats.inc(Stat::BufMissLocked);
+                    // A read that goes to the device (`xfs_buf_read_map` on a buffer
+                    // without valid contents); the miss that made the buffer, if it was
+                    // one, was counted when the entry was made.
                     self.stats.inc(Stat::BufGetRead);
                     self.dev
                         .read_at(&mut g.bytes, daddr.bytes())
@@ -574,7 +590,7 @@ impl BufCache {
         let mut list = std::mem::take(&mut *self.dirty.lock()).into_iter();
         let mut written = 0;
         while let Some((daddr, (kind, b))) = list.next() {
-            let (mut g, _) = self.lock_buf(&b, kind, Daddr(daddr));
+            let mut g = self.lock_buf(&b, kind, Daddr(daddr));
             if !g.dirty || g.pin_seq > self.stable.load(Ordering::Acquire) {
                 continue;
             }

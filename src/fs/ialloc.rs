@@ -9,16 +9,21 @@
 //! A new chunk is 8 aligned blocks, written at once with 64 free inodes (magic, number, UUID,
 //! CRC), so every inode slot on disk always verifies. Freeing the last used inode of a chunk
 //! frees the chunk (XFS's default, `ikeep` off).
+//!
+//! The searches are XFS's, lookup for lookup (they decide the `ibt2`/`fibt2` counts): a new
+//! inode comes from the finobt chunk nearest its parent, the inobt record is looked up once
+//! and updated; a freed one's inobt record is found with a less-or-equal lookup and changed
+//! where it was found; a new chunk goes right after the last one, else near the inobt root.
 
 use std::sync::atomic::Ordering;
 
-use crate::fs::alloc::{AllocReq, alloc_extent, free_extent};
+use crate::fs::alloc::{AllocReq, AllocTarget, alloc_extent, free_extent};
 use crate::fs::btree::kinds::{FinoSpec, InoRec, InoSpec};
 use crate::fs::btree::store::BufId;
 use crate::fs::btree::{BtreeSpec, Cursor, LookupMode, Root};
 use crate::fs::cksum::Cksum;
 use crate::fs::error::{FsError, FsResult};
-use crate::fs::format::ag::{AGI_SECTOR, Agi};
+use crate::fs::format::ag::{AGI_SECTOR, Agi, NULL_AGBLOCK};
 use crate::fs::format::dinode::{self, DinodeCore};
 use crate::fs::format::{
     BBSIZE, BLOCK_SIZE, BlockKind, Daddr, INODE_SIZE, INODES_PER_BLOCK, INODES_PER_CHUNK,
@@ -62,10 +67,10 @@ impl TreeSpace for InodeTreeSpace {
 
     fn alloc(&mut self, tp: &mut Trans, _kind: BlockKind, hint: u64) -> FsResult<(u64, Daddr)> {
         let geo = tp.fs().geo;
+        // Near the block being split, in this AG (XFS's xfs_inobt_alloc_block).
         let req = AllocReq {
-            near: Some(geo.fsblock(self.agno, hint as u32 + 1)),
             this_ag_only: true,
-            ..AllocReq::blocks(self.agno, 1)
+            ..AllocReq::near(&geo, geo.fsblock(self.agno, hint as u32), 1)
         };
         let (fsb, _) = alloc_extent(tp, &req)?;
         self.blocks_delta += 1;
@@ -190,18 +195,45 @@ fn generation_seed() -> u32 {
 }
 
 /// Add a chunk to a locked AG. Fails with `NoSpace` if the AG has no 8 aligned blocks.
+///
+/// Where it goes is XFS's `xfs_ialloc_ag_alloc`: right after the last chunk made
+/// (`agi_newino`) if those blocks are free, else the aligned free blocks nearest the
+/// inobt's root.
 fn new_chunk(tp: &mut Trans, h: &mut AgiHandle) -> FsResult<()> {
     let geo = tp.fs().geo;
-    let req = AllocReq {
-        agno: h.agno,
-        near: None,
-        minlen: CHUNK_BLOCKS,
-        maxlen: CHUNK_BLOCKS,
-        align: CHUNK_BLOCKS,
+    let chunk = AllocReq {
         this_ag_only: true,
-        reserved: false,
+        ..AllocReq::blocks(h.agno, CHUNK_BLOCKS)
     };
-    let (fsb, _) = alloc_extent(tp, &req)?;
+    // mkfs records "no chunk yet" as NULL_AGBLOCK (all ones), as XFS its NULLAGINO.
+    let after_last = (h.agi.newino != NULL_AGBLOCK)
+        .then(|| Geometry::agino_agbno(h.agi.newino) + CHUNK_BLOCKS)
+        .filter(|&b| b < geo.ag_len(h.agno));
+    let exact = match after_last {
+        Some(agbno) => {
+            let req = AllocReq {
+                target: AllocTarget::Exact(geo.fsblock(h.agno, agbno)),
+                ..chunk
+            };
+            match alloc_extent(tp, &req) {
+                Ok(got) => Some(got),
+                Err(FsError::NoSpace) => None,
+                Err(e) => return Err(e),
+            }
+        }
+        None => None,
+    };
+    let (fsb, _) = match exact {
+        Some(got) => got,
+        None => {
+            let req = AllocReq {
+                target: AllocTarget::Near(geo.fsblock(h.agno, h.agi.root)),
+                align: CHUNK_BLOCKS,
+                ..chunk
+            };
+            alloc_extent(tp, &req)?
+        }
+    };
     let agbno = geo.agbno_of(fsb);
     init_chunk(tp, h.agno, agbno)?;
     let rec = InoRec {
@@ -219,9 +251,128 @@ fn new_chunk(tp: &mut Trans, h: &mut AgiHandle) -> FsResult<()> {
     Ok(())
 }
 
-/// Take a free inode in a locked AG (adding a chunk if none is free). Prefers a chunk at or
-/// after `near_agino` (the parent's neighbourhood).
-fn alloc_in_ag(tp: &mut Trans, h: &mut AgiHandle, near_agino: u32) -> FsResult<u64> {
+/// The chunk a new inode comes from, with the inode taken: the finobt record as it is after
+/// the take, and the inode's bit in it.
+struct TakenInode {
+    rec: InoRec,
+    bit: u32,
+}
+
+/// Find a chunk with a free inode in the finobt, take its first free inode and update or
+/// delete the record there (the finobt half of XFS's `xfs_dialloc_ag`).
+///
+/// In the parent's AG, the chunk nearest the parent (`xfs_dialloc_ag_finobt_near`): the
+/// record at or before the parent's inode, if the parent is in it; else the nearer of that
+/// one and the first record after the parent, looked up with a second cursor. In another AG,
+/// the chunk made last (`agi_newino`), else the first chunk with a free inode
+/// (`xfs_dialloc_ag_finobt_newino`).
+fn fino_take(tp: &mut Trans, h: &mut AgiHandle, near: Option<u32>) -> FsResult<TakenInode> {
+    let root = Root {
+        ptr: u64::from(h.agi.free_root),
+        level: (h.agi.free_level - 1) as u16,
+    };
+    let owner = u64::from(h.agno);
+    let newino = h.agi.newino;
+    let mut left = Cursor::<FinoSpec>::new(root, owner);
+    let mut right = Cursor::<FinoSpec>::new(root, owner);
+    let mut st = TreeStore::new(
+        &mut *tp,
+        InodeTreeSpace {
+            agno: h.agno,
+            blocks_delta: 0,
+        },
+    );
+    let empty = || FsError::Corrupt {
+        kind: BlockKind::FinoBtree,
+        daddr: 0,
+        what: format!(
+            "AG {} counts {} free inodes but its finobt has none to give",
+            h.agno, h.agi.freecount
+        ),
+    };
+    let taken = (|| -> FsResult<(TakenInode, bool)> {
+        // Which cursor holds the chosen record (true: `right`), and the record.
+        let (use_right, rec) = match near {
+            Some(pagino) => {
+                let l = if left.lookup(&mut st, &pagino, LookupMode::Le)? {
+                    left.get(&st)?
+                } else {
+                    None
+                };
+                match l {
+                    Some(r) if pagino < r.startino + INODES_PER_CHUNK as u32 => (false, r),
+                    _ => {
+                        let r = if right.lookup(&mut st, &pagino, LookupMode::Ge)? {
+                            right.get(&st)?
+                        } else {
+                            None
+                        };
+                        match (l, r) {
+                            (Some(l), Some(r)) => {
+                                if pagino - l.startino + INODES_PER_CHUNK as u32 - 1
+                                    > r.startino - pagino
+                                {
+                                    (true, r)
+                                } else {
+                                    (false, l)
+                                }
+                            }
+                            (None, Some(r)) => (true, r),
+                            (Some(l), None) => (false, l),
+                            (None, None) => return Err(empty()),
+                        }
+                    }
+                }
+            }
+            None => {
+                let at_newino =
+                    newino != NULL_AGBLOCK && left.lookup(&mut st, &newino, LookupMode::Eq)?;
+                if !at_newino && !left.lookup(&mut st, &0, LookupMode::Ge)? {
+                    return Err(empty());
+                }
+                (false, left.get(&st)?.ok_or_else(empty)?)
+            }
+        };
+        if rec.free == 0 || rec.freecount == 0 {
+            return Err(FsError::Corrupt {
+                kind: BlockKind::FinoBtree,
+                daddr: 0,
+                what: format!("finobt record {} has no free inode", rec.startino),
+            });
+        }
+        let bit = rec.free.trailing_zeros();
+        let rec = InoRec {
+            free: rec.free & !(1u64 << bit),
+            freecount: rec.freecount - 1,
+            ..rec
+        };
+        let cur = if use_right { &mut right } else { &mut left };
+        if rec.freecount == 0 {
+            cur.delete(&mut st)?;
+        } else {
+            cur.update(&mut st, &rec)?;
+        }
+        Ok((TakenInode { rec, bit }, use_right))
+    })();
+    let line = crate::fs::btree::stat_line(BlockKind::FinoBtree);
+    for cur in [&mut left, &mut right] {
+        if let Some(line) = line {
+            st.tp.fs().stats.add_btree(line, &cur.take_counts().0);
+        }
+    }
+    let delta = st.space.blocks_delta;
+    let (taken, use_right) = taken?;
+    let new_root = if use_right { right.root() } else { left.root() };
+    h.agi.free_root = new_root.ptr as u32;
+    h.agi.free_level = u32::from(new_root.level) + 1;
+    h.agi.fblocks = h.agi.fblocks.saturating_add_signed(delta);
+    Ok(taken)
+}
+
+/// Take a free inode in a locked AG (adding a chunk if none is free): the finobt finds and
+/// updates the chunk ([`fino_take`]), then the inobt's record of it is looked up and gets
+/// the same change (XFS's `xfs_dialloc_ag_update_inobt`, which checks the two agree).
+fn alloc_in_ag(tp: &mut Trans, h: &mut AgiHandle, parent: u64) -> FsResult<u64> {
     if h.agi.freecount == 0 {
         new_chunk(tp, h)?;
         // Commit the new chunk and go on holding only the AGI (XFS's xfs_dialloc_roll): the
@@ -231,61 +382,54 @@ fn alloc_in_ag(tp: &mut Trans, h: &mut AgiHandle, near_agino: u32) -> FsResult<u
         put_agi(tp, h);
         tp.roll(&mut [&mut h.buf])?;
     }
-    let rec = with_tree::<FinoSpec, _>(tp, h, |cur, st| {
-        let found =
-            cur.lookup(st, &near_agino, LookupMode::Ge)? || cur.lookup(st, &0, LookupMode::Ge)?;
-        if !found {
-            return Ok(None);
-        }
-        cur.get(st)
-    })?;
-    let Some(mut rec) = rec else {
-        return Err(FsError::Corrupt {
-            kind: BlockKind::FinoBtree,
-            daddr: 0,
-            what: format!(
-                "AG {} counts {} free inodes but its finobt is empty",
-                h.agno, h.agi.freecount
-            ),
-        });
-    };
-    if rec.free == 0 || rec.freecount == 0 {
-        return Err(FsError::Corrupt {
-            kind: BlockKind::FinoBtree,
-            daddr: 0,
-            what: format!("finobt record {} has no free inode", rec.startino),
-        });
-    }
-    let bit = rec.free.trailing_zeros();
-    rec.free &= !(1u64 << bit);
-    rec.freecount -= 1;
+    let geo = tp.fs().geo;
+    // The parent's inode number in this AG, if it lives here; XFS uses the chunk made last
+    // for the root directory's own allocation (its "parent" is inode 0).
+    let near = (geo.ino_agno(parent) == h.agno).then(|| match geo.ino_agino(parent) {
+        0 => h.agi.newino,
+        agino => agino,
+    });
+    let TakenInode { rec, bit } = fino_take(tp, h, near)?;
     with_tree::<InoSpec, _>(tp, h, |cur, st| {
-        if !cur.lookup(st, &rec.startino, LookupMode::Eq)? {
+        let found = if cur.lookup(st, &rec.startino, LookupMode::Eq)? {
+            cur.get(st)?
+        } else {
+            None
+        };
+        let Some(mut irec) = found else {
             return Err(FsError::Corrupt {
                 kind: BlockKind::InoBtree,
                 daddr: 0,
                 what: format!("chunk {} missing from inobt", rec.startino),
             });
+        };
+        irec.free &= !(1u64 << bit);
+        irec.freecount = irec.freecount.wrapping_sub(1);
+        if irec.free != rec.free || irec.freecount != rec.freecount {
+            return Err(FsError::Corrupt {
+                kind: BlockKind::InoBtree,
+                daddr: 0,
+                what: format!(
+                    "chunk {}: inobt and finobt disagree on its free inodes",
+                    rec.startino
+                ),
+            });
         }
-        cur.update(st, &rec)
-    })?;
-    with_tree::<FinoSpec, _>(tp, h, |cur, st| {
-        cur.lookup(st, &rec.startino, LookupMode::Eq)?;
-        if rec.freecount == 0 {
-            cur.delete(st)
-        } else {
-            cur.update(st, &rec)
-        }
+        cur.update(st, &irec)
     })?;
     h.agi.freecount -= 1;
     put_agi(tp, h);
-    Ok(tp.fs().geo.ino(h.agno, rec.startino + bit))
+    Ok(geo.ino(h.agno, rec.startino + bit))
 }
 
 /// Allocate an inode number for a new inode whose parent directory is `parent`.
 ///
 /// Files go in the parent's AG; directories are spread over the AGs (a rotor), as XFS spreads
-/// new directories so their files' later allocations spread too.
+/// new directories so their files' later allocations spread too. As `xfs_dialloc`, the AGs
+/// are visited from there, wrapping: a first pass only where there are free inodes or room
+/// for a chunk with its alignment slack, a second wherever a chunk fits. Each AGI is waited
+/// for, except where the lock order forbids it (an AG below one whose AGI the transaction
+/// already holds, after a wrap): that one is only tried.
 pub fn ialloc(tp: &mut Trans, parent: u64, is_dir: bool) -> FsResult<u64> {
     let fs = tp.fs();
     fs.check_live()?;
@@ -295,26 +439,25 @@ pub fn ialloc(tp: &mut Trans, parent: u64, is_dir: bool) -> FsResult<u64> {
     } else {
         geo.ino_agno(parent).min(geo.agcount - 1)
     };
-    let near = if geo.ino_agno(parent) == start {
-        geo.ino_agino(parent)
-    } else {
-        0
-    };
     for pass in 0..2 {
         for i in 0..geo.agcount {
             let agno = (start + i) % geo.agcount;
             let pag = &fs.perag[agno as usize];
             let has_free = pag.ifree.load(Ordering::Relaxed) > 0;
-            if pass == 0 && !has_free && pag.longest.load(Ordering::Relaxed) < CHUNK_BLOCKS * 2 {
+            // xfs_dialloc_good_ag: a chunk and, on the first pass, its alignment slack.
+            let need = if pass == 0 {
+                CHUNK_BLOCKS * 2
+            } else {
+                CHUNK_BLOCKS
+            };
+            if !has_free && pag.longest.load(Ordering::Relaxed) < need {
                 continue;
             }
-            let highest = tp.highest_agi_held();
-            let may_block = pass == 1 && highest.is_none_or(|h| agno > h)
-                || pass == 0 && i == 0 && highest.is_none();
+            let may_block = tp.highest_agi_held().is_none_or(|h| agno > h);
             let Some(mut h) = lock_agi(tp, agno, !may_block)? else {
                 continue;
             };
-            match alloc_in_ag(tp, &mut h, if i == 0 { near } else { 0 }) {
+            match alloc_in_ag(tp, &mut h, parent) {
                 Ok(ino) => return Ok(ino),
                 Err(FsError::NoSpace) => {
                     put_agi(tp, &h);
@@ -337,38 +480,42 @@ pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<Option<DinodeCore>> {
     let Some(mut h) = lock_agi(tp, agno, false)? else {
         return Err(FsError::Invalid("AGI lock"));
     };
-    let rec = with_tree::<InoSpec, _>(tp, &mut h, |cur, st| {
-        if cur.lookup(st, &agino, LookupMode::Le)? {
-            cur.get(st)
+    // The inobt record is found, changed and updated (or deleted, when the whole chunk is
+    // free) with one cursor, as xfs_difree_inobt does.
+    let (rec, was_full) = with_tree::<InoSpec, _>(tp, &mut h, |cur, st| {
+        let found = if cur.lookup(st, &agino, LookupMode::Le)? {
+            cur.get(st)?
         } else {
-            Ok(None)
+            None
+        };
+        let Some(mut rec) = found.filter(|r| agino < r.startino + 64) else {
+            return Err(FsError::Corrupt {
+                kind: BlockKind::InoBtree,
+                daddr: 0,
+                what: format!("inode {ino} is in no allocated chunk"),
+            });
+        };
+        let bit = agino - rec.startino;
+        if rec.free & (1u64 << bit) != 0 {
+            return Err(FsError::Corrupt {
+                kind: BlockKind::InoBtree,
+                daddr: 0,
+                what: format!("inode {ino} freed twice"),
+            });
         }
+        let was_full = rec.freecount == 0;
+        rec.free |= 1u64 << bit;
+        rec.freecount += 1;
+        if rec.freecount as u64 == INODES_PER_CHUNK {
+            cur.delete(st)?;
+        } else {
+            cur.update(st, &rec)?;
+        }
+        Ok((rec, was_full))
     })?;
-    let Some(mut rec) = rec.filter(|r| agino < r.startino + 64) else {
-        return Err(FsError::Corrupt {
-            kind: BlockKind::InoBtree,
-            daddr: 0,
-            what: format!("inode {ino} is in no allocated chunk"),
-        });
-    };
-    let bit = agino - rec.startino;
-    if rec.free & (1u64 << bit) != 0 {
-        return Err(FsError::Corrupt {
-            kind: BlockKind::InoBtree,
-            daddr: 0,
-            what: format!("inode {ino} freed twice"),
-        });
-    }
-    let was_full = rec.freecount == 0;
-    rec.free |= 1u64 << bit;
-    rec.freecount += 1;
     h.agi.freecount += 1;
     if rec.freecount as u64 == INODES_PER_CHUNK {
-        // The whole chunk is free: drop it from both trees and give its blocks back.
-        with_tree::<InoSpec, _>(tp, &mut h, |cur, st| {
-            cur.lookup(st, &rec.startino, LookupMode::Eq)?;
-            cur.delete(st)
-        })?;
+        // The whole chunk is free: drop it from the finobt too and give its blocks back.
         if !was_full {
             with_tree::<FinoSpec, _>(tp, &mut h, |cur, st| {
                 cur.lookup(st, &rec.startino, LookupMode::Eq)?;
@@ -402,10 +549,6 @@ pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<Option<DinodeCore>> {
         }
         return Ok(None);
     }
-    with_tree::<InoSpec, _>(tp, &mut h, |cur, st| {
-        cur.lookup(st, &rec.startino, LookupMode::Eq)?;
-        cur.update(st, &rec)
-    })?;
     with_tree::<FinoSpec, _>(tp, &mut h, |cur, st| {
         if was_full {
             cur.insert(st, &rec)
@@ -494,4 +637,73 @@ pub fn check_trees(tp: &mut Trans, agno: u32) -> FsResult<(Vec<u32>, Vec<String>
         findings.extend(found.into_iter().map(|f| format!("{name}: {f}")));
     }
     Ok((blocks, findings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::Fs;
+    use crate::fs::btree::BtreeOp;
+    use crate::fs::stats::BtreeLine;
+    use crate::fs::testing::mem_fs;
+    use crate::fs::trans::Resv;
+
+    fn alloc(fs: &Fs, parent: u64) -> u64 {
+        let mut tp = Trans::new(fs, Resv::Create);
+        let ino = ialloc(&mut tp, parent, false).expect("ialloc");
+        tp.commit().expect("commit");
+        ino
+    }
+
+    fn free(fs: &Fs, ino: u64) {
+        let mut tp = Trans::new(fs, Resv::Remove);
+        ifree(&mut tp, ino).expect("ifree");
+        tp.commit().expect("commit");
+    }
+
+    /// Lookups in the inobt and the finobt during `f`.
+    fn lookups(fs: &Fs, f: impl FnOnce()) -> (u32, u32) {
+        let snap = || {
+            let s = fs.stats.mount().snapshot();
+            (
+                s.btree(BtreeLine::Ibt2)[BtreeOp::Lookup as usize],
+                s.btree(BtreeLine::Fibt2)[BtreeOp::Lookup as usize],
+            )
+        };
+        let before = snap();
+        f();
+        let after = snap();
+        (after.0 - before.0, after.1 - before.1)
+    }
+
+    #[test]
+    fn allocating_and_freeing_look_each_inode_tree_up_as_xfs_does() {
+        let fs = mem_fs(64 << 20);
+        let root = fs.geo.ino(0, 0);
+        let first = alloc(&fs, root);
+        let mut second = 0;
+        // The finobt lookup at the parent finds the parent's chunk, which has a free inode;
+        // the inobt record is looked up once and updated.
+        assert_eq!(lookups(&fs, || second = alloc(&fs, first)), (1, 1));
+        // Freeing: the inobt record found at or before the inode is updated where it was
+        // found; the finobt record is looked up and updated.
+        assert_eq!(lookups(&fs, || free(&fs, second)), (1, 1));
+    }
+
+    #[test]
+    fn a_new_inode_comes_from_the_free_chunk_nearest_its_parent() {
+        let fs = mem_fs(64 << 20);
+        let root = fs.geo.ino(0, 0);
+        // Two chunks, each with one free inode (its first).
+        let inodes: Vec<u64> = (0..128).map(|_| alloc(&fs, root)).collect();
+        let (a, b) = (inodes[0], inodes[64]);
+        assert_eq!(fs.geo.ino_agno(a), fs.geo.ino_agno(b));
+        assert_ne!(a >> 6, b >> 6, "two chunks");
+        free(&fs, a);
+        free(&fs, b);
+        // A parent inside chunk B gets B's free inode; one inside chunk A gets A's.
+        assert_eq!(alloc(&fs, inodes[100]), b);
+        free(&fs, b);
+        assert_eq!(alloc(&fs, inodes[10]), a);
+    }
 }

@@ -17,6 +17,7 @@ use thiserror::Error;
 
 pub use args::FsmarkArgs;
 
+use crate::backend::open::BackendConfig;
 use crate::cli::backend_args::{BackendArgs, FsKind};
 use crate::cli::observe::ObserveArgs;
 use crate::cli::observe::Observer;
@@ -39,6 +40,8 @@ pub struct Fsmark {
     argv: Vec<String>,
     /// `--stats-compare`: the fixture whose workload `config` is.
     compare: Option<Fixture>,
+    /// `--stats-compare` without `--device`: labfs runs on the fidelity device.
+    fidelity_device: bool,
 }
 
 /// A command line fsmark refuses (exit 2).
@@ -128,6 +131,7 @@ impl Command for Fsmark {
                 report,
                 argv,
                 compare: None,
+                fidelity_device: false,
             });
         };
         if args.backend.fs == FsKind::Host {
@@ -144,7 +148,18 @@ impl Command for Fsmark {
             report,
             argv,
             compare: Some(fixture),
+            fidelity_device: args.backend.device.is_none(),
         })
+    }
+
+    /// `--stats-compare` runs on [`fidelity::FIDELITY_DEVICE`] unless `--device` names one.
+    fn backend_config(&self, mut config: BackendConfig) -> BackendConfig {
+        if let (true, BackendConfig::Lab(lab)) = (self.fidelity_device, &mut config)
+            && let Ok(device) = fidelity::FIDELITY_DEVICE.parse()
+        {
+            lab.device = device;
+        }
+        config
     }
 
     fn work_dirs(&self) -> Vec<PathBuf> {

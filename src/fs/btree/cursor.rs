@@ -194,6 +194,58 @@ impl<S: BtreeSpec> Cursor<S> {
         if self.seek(st, &key, LookupMode::Eq)? {
             return Err(FsError::Exists);
         }
+        self.insert_at_cursor(st, rec)
+    }
+
+    /// Insert a record where the cursor stands, without looking its key up: for callers
+    /// that positioned the cursor by a lookup and a step, as XFS's `xfs_free_ag_extent`
+    /// inserts a free extent with no free neighbour at its by-block cursor (one lookup
+    /// counted, not two). The record's key must belong at that position (after the record
+    /// before it, before the one under the cursor); otherwise `Invalid`, before anything
+    /// changes. Afterwards the cursor is on the new record, as after [`Cursor::insert`].
+    pub fn insert_here(
+        &mut self,
+        st: &mut (impl BlockStore + ?Sized),
+        rec: &S::Rec,
+    ) -> FsResult<()> {
+        self.require_positioned()?;
+        let key = S::key_of(rec);
+        let (prev, next) = self.core.insertion_neighbours(st, self.path[0])?;
+        if prev.is_some_and(|p| p >= key) || next.is_some_and(|n| n <= key) {
+            return Err(FsError::Invalid(
+                "btree insert at the cursor would put the record out of key order",
+            ));
+        }
+        let r = self.insert_at_cursor(st, rec);
+        self.invalidate_on_error(r)
+    }
+
+    /// Whether the cursor's leaf is the tree's last (XFS's `xfs_btree_islastblock` at the
+    /// leaf level): the near-block allocator scans that whole block when its by-size lookup
+    /// lands there.
+    pub fn in_last_leaf(&self, st: &(impl BlockStore + ?Sized)) -> FsResult<bool> {
+        self.require_positioned()?;
+        Ok(is_null::<S>(sibling_raw::<S>(
+            st.bytes(self.path[0].buf),
+            Side::Right,
+        )))
+    }
+
+    /// Put the cursor on the first record of its leaf (XFS sets `bc_levels[0].ptr = 1`):
+    /// a move inside the block, which XFS does not count either.
+    pub fn to_leaf_start(&mut self) -> FsResult<()> {
+        self.require_positioned()?;
+        self.path[0].idx = 1;
+        Ok(())
+    }
+
+    /// The insertion proper at the cursor's position (the key checked by the caller).
+    fn insert_at_cursor(
+        &mut self,
+        st: &mut (impl BlockStore + ?Sized),
+        rec: &S::Rec,
+    ) -> FsResult<()> {
+        let key = S::key_of(rec);
         let mut entry = Entry::Rec(*rec);
         let mut level = 0;
         let mut split = false;
@@ -700,6 +752,39 @@ impl<S: BtreeSpec> Core<S> {
             }
         }
         Ok(())
+    }
+
+    /// The keys before and after the insertion point `leaf` (an index from 1 to one past
+    /// the block's last record), reading sibling leaves at a block edge.
+    fn insertion_neighbours(
+        &self,
+        st: &mut (impl BlockStore + ?Sized),
+        leaf: Level,
+    ) -> FsResult<Neighbours<S::Key>> {
+        let n = numrecs::<S>(st.bytes(leaf.buf));
+        if leaf.idx == 0 || leaf.idx > n + 1 {
+            return Err(FsError::Invalid(
+                "btree cursor is not at an insertion point",
+            ));
+        }
+        let prev = if leaf.idx > 1 {
+            Some(entry_key::<S>(st.bytes(leaf.buf), 0, leaf.idx - 1))
+        } else if let Some(l) = sibling::<S, _>(st, leaf.buf, leaf.ptr, 0, Side::Left)? {
+            let buf = self.read(st, l, 0)?;
+            let ln = numrecs::<S>(st.bytes(buf));
+            (ln > 0).then(|| entry_key::<S>(st.bytes(buf), 0, ln))
+        } else {
+            None
+        };
+        let next = if leaf.idx <= n {
+            Some(entry_key::<S>(st.bytes(leaf.buf), 0, leaf.idx))
+        } else if let Some(r) = sibling::<S, _>(st, leaf.buf, leaf.ptr, 0, Side::Right)? {
+            let buf = self.read(st, r, 0)?;
+            (numrecs::<S>(st.bytes(buf)) > 0).then(|| entry_key::<S>(st.bytes(buf), 0, 1))
+        } else {
+            None
+        };
+        Ok((prev, next))
     }
 
     /// The keys before and after the leaf entry `leaf` (reading sibling leaves when the entry

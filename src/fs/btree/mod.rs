@@ -153,7 +153,7 @@ pub use block::lsn_offset;
 pub use check::{Finding, Problem, check};
 pub use cursor::Cursor;
 pub use store::{BlockStore, BufId};
-pub use tree::{blocks, count_records, create, destroy, for_each_record};
+pub use tree::{blocks, count_records, create, create_filled, destroy, for_each_record};
 
 use crate::fs::format::BlockKind;
 use crate::fs::stats::BtreeLine;

@@ -38,6 +38,34 @@ pub fn create<S: BtreeSpec>(
     Ok(Root { ptr, level: 0 })
 }
 
+/// Make a tree of one leaf that already holds `recs` (in strictly increasing key order, at
+/// most a leaf's worth), filled in directly the way XFS's `xfs_bmap_extents_to_btree` fills
+/// the leaf of a fork turning into a btree: no cursor operation takes place, so none is
+/// counted.
+pub fn create_filled<S: BtreeSpec>(
+    st: &mut (impl BlockStore + ?Sized),
+    owner: u64,
+    hint: u64,
+    recs: &[S::Rec],
+) -> FsResult<Root> {
+    if recs.len() > S::GEOM.leaf_max {
+        return Err(FsError::Invalid("more records than one btree leaf holds"));
+    }
+    if recs
+        .windows(2)
+        .any(|w| S::key_of(&w[0]) >= S::key_of(&w[1]))
+    {
+        return Err(FsError::Invalid("btree records out of key order"));
+    }
+    let root = create::<S>(st, owner, hint)?;
+    let id = st.read(S::kind(0), root.ptr)?;
+    for (i, r) in recs.iter().enumerate() {
+        block::put_rec::<S, _>(st, id, i + 1, r);
+    }
+    block::set_numrecs::<S, _>(st, id, recs.len());
+    Ok(root)
+}
+
 /// Free every block of the tree (children before parents). The root is gone afterwards.
 pub fn destroy<S: BtreeSpec>(
     st: &mut (impl BlockStore + ?Sized),

@@ -322,21 +322,13 @@ impl Fs {
     /// Allocate real blocks for (a prefix of) delayed extent `d` of joined inode `id`.
     fn allocate_for(&self, tp: &mut Trans, id: InodeId, d: Extent) -> FsResult<()> {
         let ino = tp.ino(id);
-        let near = {
-            let list = tp.ic(id).fork.extents();
-            let i = list.partition_point(|e| e.startoff < d.startoff);
-            i.checked_sub(1)
-                .map(|i| list[i])
-                .filter(|e| !e.is_delalloc())
-                .map(|e| e.startblock + (d.startoff - e.startoff))
-        };
         let want = d.blockcount.min(MAX_EXTENT_LEN);
+        let target = bmap::alloc_target(&self.geo, tp.ic(id).fork.extents(), d.startoff, want, ino);
         let req = AllocReq {
-            near,
             minlen: 1,
-            maxlen: want,
             reserved: true,
-            ..AllocReq::blocks(self.geo.ino_agno(ino), want)
+            userdata: true,
+            ..AllocReq::near(&self.geo, target, want)
         };
         let (block, got) = alloc_extent(tp, &req)?;
         // Data goes straight to these blocks: their last free must be stable first.

@@ -305,11 +305,7 @@ fn move_block(
     let Some(old_phys) = bmap::map_block(tp, dp, lblk) else {
         return Err(bad_dir(tp, dp, format!("block {lblk} is not mapped")));
     };
-    let agno = tp.fs().geo.agno_of(old_phys);
-    let req = AllocReq {
-        near: Some(old_phys + 1),
-        ..AllocReq::blocks(agno, 1)
-    };
+    let req = AllocReq::near(&tp.fs().geo, old_phys + 1, 1);
     let (phys, _) = alloc::alloc_extent(tp, &req)?;
     let e = Extent {
         startoff: lblk,

@@ -397,3 +397,75 @@ fn repositioning_after_a_split_counts_nothing_extra() {
     assert!(h.root.level >= 3);
     h.verify();
 }
+
+#[test]
+fn insert_here_after_a_lookup_and_a_step_counts_one_lookup_and_lands_where_the_step_left() {
+    // Leaves [10,20] and [30,40,50]: the free-extent pattern of xfs_free_ag_extent, a
+    // lookup of the greatest key <= 25 and a step right, then the insert where the cursor
+    // stands. The step crosses into the right leaf (1 increment), so 25 goes in at its
+    // front (2 entries slid, and the parent key becomes 25), not at the end of the left
+    // leaf where a fresh lookup would have put it.
+    let mut h = tiny_with(&[10, 20, 30, 40, 50]);
+    let got = measure(&mut h, |c, st| {
+        assert!(c.lookup(st, &25, LookupMode::Le).unwrap());
+        assert!(c.increment(st).unwrap());
+        assert_eq!(c.get(st).unwrap().unwrap().key, 30);
+        c.insert_here(st, &rec(25)).unwrap();
+        assert_eq!(
+            c.get(st).unwrap().unwrap().key,
+            25,
+            "cursor on the new record"
+        );
+    });
+    h.model.insert(25, rec(25));
+    // Lookup 25: root [10,30] probes 10, 30 -> child 1; leaf [10,20] probes 10, 20.
+    assert_eq!(
+        got,
+        counts(&[
+            (BtreeOp::Lookup, 1),
+            (BtreeOp::Compare, 4),
+            (BtreeOp::Increment, 1),
+            (BtreeOp::Insrec, 1),
+            (BtreeOp::Moves, 3),
+        ])
+    );
+    assert_eq!(leaves(&mut h), vec![vec![10, 20], vec![25, 30, 40, 50]]);
+    h.verify();
+}
+
+#[test]
+fn insert_here_refuses_a_key_that_does_not_belong_at_the_cursor() {
+    let mut h = tiny_with(&[10, 20, 30, 40, 50]);
+    let mut c = h.cursor();
+    assert!(c.lookup(&mut h.st, &20, LookupMode::Eq).unwrap());
+    // At 20's place only a key between 10 and 20 fits.
+    for k in [5, 20, 25, 60] {
+        assert!(
+            matches!(
+                c.insert_here(&mut h.st, &rec(k)),
+                Err(crate::fs::error::FsError::Invalid(_))
+            ),
+            "{k}"
+        );
+    }
+    c.insert_here(&mut h.st, &rec(15)).unwrap();
+    h.model.insert(15, rec(15));
+    h.end(&c);
+    h.verify();
+}
+
+#[test]
+fn the_last_leaf_and_a_move_to_a_leafs_start_count_nothing() {
+    // Leaves [10,20] and [30,40,50].
+    let mut h = tiny_with(&[10, 20, 30, 40, 50]);
+    let got = measure(&mut h, |c, st| {
+        assert!(c.lookup(st, &20, LookupMode::Eq).unwrap());
+        assert!(!c.in_last_leaf(st).unwrap());
+        assert!(c.lookup(st, &40, LookupMode::Eq).unwrap());
+        assert!(c.in_last_leaf(st).unwrap());
+        c.take_counts();
+        c.to_leaf_start().unwrap();
+        assert_eq!(c.get(st).unwrap().unwrap().key, 30);
+    });
+    assert!(got.is_zero(), "{got}");
+}
