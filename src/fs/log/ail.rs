@@ -92,6 +92,18 @@ impl Ail {
         self.pos.contains_key(&id)
     }
 
+    /// Take an item out after a push wrote it home from LSN block `abs`, unless it has
+    /// moved forward since (relogged, and that checkpoint completed after the push let go
+    /// of the object's lock): its newer change is not home yet, and taking it out would let
+    /// the tail pass it (a freed inode's slot image would never be written, and the next
+    /// owner of its number would wait for it for ever). Returns whether it was taken out.
+    pub(crate) fn delete_pushed(&mut self, log: &Log, id: usize, abs: u64) -> bool {
+        if self.pos.get(&id).is_none_or(|k| k.0 != abs) {
+            return false;
+        }
+        self.delete(log, id)
+    }
+
     /// Take an item out (written home, or superseded). Returns whether it was in.
     pub(crate) fn delete(&mut self, log: &Log, id: usize) -> bool {
         let Some(key) = self.pos.remove(&id) else {
@@ -178,7 +190,7 @@ impl Fs {
                 Ok(PushOutcome::Success) => {
                     self.stats.inc(Stat::PushAilSuccess);
                     crate::trace::events::xfs_ail_push(log.dev_id, lip, lsn, ty, "IN_AIL");
-                    log.ail.lock().delete(log, obj.id());
+                    log.ail.lock().delete_pushed(log, obj.id(), abs);
                     pushed += 1;
                 }
                 Ok(PushOutcome::Pinned) => {
