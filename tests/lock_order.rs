@@ -116,3 +116,75 @@ fn unlinking_files_with_data_keeps_the_order() {
     }
     assert!(lockcheck::held().is_empty());
 }
+
+#[test]
+#[cfg_attr(
+    not(any(debug_assertions, feature = "lockcheck")),
+    ignore = "the lock-order checker is not compiled into this build"
+)]
+fn waiting_for_log_space_while_holding_an_ilock_or_an_agf_panics_naming_both() {
+    // Space comes back only when the AIL writes items home, and it only tries their locks:
+    // a reservation made holding one could wait for ever (docs/locking.md).
+    let fs = fresh();
+    let root = fs.root().unwrap();
+    let (f, _) = fs.create(&root, b"f", 0o644, true).unwrap();
+    let held = InodeWrite::lock(Arc::clone(&f));
+    let err = catch_unwind(AssertUnwindSafe(|| drop(Trans::new(&fs, Resv::Ichange))))
+        .expect_err("a reservation under an ILOCK must panic");
+    let msg = panic_text(err);
+    assert!(
+        msg.contains("lock order violation")
+            && msg.contains("waiting for log space")
+            && msg.contains(&format!("ILOCK of inode {}", f.ino)),
+        "{msg}"
+    );
+    drop(held);
+    assert!(lockcheck::held().is_empty(), "{:?}", lockcheck::held());
+
+    let geo = fs.geo;
+    let mut tp = Trans::new(&fs, Resv::Write);
+    tp.read_buf(geo.ag_header_daddr(1, AGF_SECTOR), BlockKind::Agf, BBSIZE)
+        .unwrap();
+    let err = catch_unwind(AssertUnwindSafe(|| drop(Trans::new(&fs, Resv::Write))))
+        .expect_err("a reservation under an AGF must panic");
+    let msg = panic_text(err);
+    assert!(
+        msg.contains("waiting for log space") && msg.contains("AGF of AG 1"),
+        "{msg}"
+    );
+    drop(tp);
+
+    // The order: log space first, then the lock.
+    let mut tp = Trans::new(&fs, Resv::Ichange);
+    let id = tp.lock_inode(Arc::clone(&f));
+    tp.ic_mut(id).di.mtime = 1;
+    tp.log_inode(id);
+    tp.commit().unwrap();
+    assert!(lockcheck::held().is_empty());
+}
+
+#[test]
+#[cfg_attr(
+    not(any(debug_assertions, feature = "lockcheck")),
+    ignore = "the lock-order checker is not compiled into this build"
+)]
+fn a_rolled_transaction_takes_its_reservation_again_holding_its_locks() {
+    // A roll regrants its own reservation (XFS's permanent reservation), which is not a wait
+    // for new space: no violation although the inode and an AGF are held.
+    let fs = fresh();
+    let root = fs.root().unwrap();
+    let (f, _) = fs.create(&root, b"f", 0o644, true).unwrap();
+    let geo = fs.geo;
+    let mut tp = Trans::new(&fs, Resv::Write);
+    let id = tp.lock_inode(Arc::clone(&f));
+    let mut agf = tp
+        .read_buf(geo.ag_header_daddr(0, AGF_SECTOR), BlockKind::Agf, BBSIZE)
+        .unwrap();
+    for step in 0..3 {
+        tp.ic_mut(id).di.mtime = step;
+        tp.log_inode(id);
+        tp.roll(&mut [&mut agf]).unwrap();
+    }
+    tp.commit().unwrap();
+    assert!(lockcheck::held().is_empty());
+}

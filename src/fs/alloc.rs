@@ -1385,11 +1385,12 @@ mod tests {
             }
             tp.commit().expect("commit");
         }
-        // Another transaction holds AG 2's AGF.
+        // Another transaction holds AG 2's AGF (both reserve their log space first: one
+        // thread waiting for log space while it holds an AGF is against the lock order).
         let mut holder = Trans::new(&fs, Resv::Write);
+        let mut tp = Trans::new(&fs, Resv::Write);
         alloc_extent(&mut holder, &AllocReq::blocks(2, 1)).expect("alloc");
         let busy = fs.stats.mount().snapshot().get(Stat::BufBusyLocked);
-        let mut tp = Trans::new(&fs, Resv::Write);
         let (got, _) =
             alloc_extent(&mut tp, &AllocReq::near(&geo, geo.fsblock(1, 100), 1)).expect("alloc");
         assert_eq!(geo.agno_of(got), 3, "past the busy AG, not a wait for it");

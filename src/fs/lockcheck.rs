@@ -61,6 +61,13 @@ pub enum LockClass {
     /// The mount's cross-directory rename mutex (Linux's `s_vfs_rename_mutex`), taken before
     /// any inode of the rename.
     RenameSerial,
+    /// Waiting for log space ([`crate::fs::log::Log::reserve`], XFS's `xfs_trans_alloc`): a
+    /// transaction reserves before it locks anything, because space comes back only when
+    /// the AIL writes items home, and the AIL only *tries* the locks of the inodes and
+    /// buffers it writes. A thread that waits for space holding an ILOCK, an AG header or a
+    /// buffer can be holding the very item at the log's tail: nothing moves the tail, and
+    /// every reservation waits for ever. Not a lock one holds: the record lasts the wait.
+    LogSpace,
     /// An inode's ILOCK, shared or exclusive; several in ascending inode number.
     Ilock,
     /// An AG's AGI buffer (inode allocation); several in ascending AG.
@@ -119,6 +126,7 @@ impl LockClass {
     pub fn name(self) -> &'static str {
         match self {
             LockClass::RenameSerial => "the rename mutex",
+            LockClass::LogSpace => "log space",
             LockClass::Ilock => "ILOCK",
             LockClass::Agi => "AGI",
             LockClass::Agf => "AGF",
@@ -142,6 +150,7 @@ impl LockClass {
     pub fn order(self) -> Order {
         match self {
             LockClass::RenameSerial
+            | LockClass::LogSpace
             | LockClass::CacheShard
             | LockClass::List
             | LockClass::LogPush
@@ -185,6 +194,7 @@ impl LockClass {
             | LockClass::AgTreeBlock => "AG",
             LockClass::InodeBlock | LockClass::InodeCluster | LockClass::LogBlock => "daddr",
             LockClass::RenameSerial
+            | LockClass::LogSpace
             | LockClass::CacheShard
             | LockClass::List
             | LockClass::LogPush
@@ -556,6 +566,31 @@ mod tests {
             violation(id(LockClass::Agf, 0), &[id(LockClass::Agi, 0)]),
             None
         );
+    }
+
+    #[test]
+    fn log_space_is_waited_for_before_any_lock_but_the_rename_mutex() {
+        let space = id(LockClass::LogSpace, 0);
+        assert!(LockClass::RenameSerial < LockClass::LogSpace);
+        assert!(LockClass::LogSpace < LockClass::Ilock);
+        assert_eq!(violation(space, &[]), None);
+        assert_eq!(violation(space, &[id(LockClass::RenameSerial, 0)]), None);
+        let why = violation(space, &[id(LockClass::Ilock, 42)]).unwrap();
+        assert!(
+            why.contains("waiting for log space") && why.contains("ILOCK of inode 42"),
+            "{why}"
+        );
+        for held in [
+            id(LockClass::Agi, 1),
+            id(LockClass::Agf, 1),
+            id(LockClass::InodeCluster, 64),
+            id(LockClass::LogBlock, 8),
+            id(LockClass::List, 0),
+        ] {
+            assert!(violation(space, &[held]).is_some(), "{held}");
+        }
+        // A transaction that has its space may then lock anything.
+        assert_eq!(violation(id(LockClass::Ilock, 42), &[space]), None);
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! Locks are taken in this order and never against it (a thread holding a later lock never
 //! waits for an earlier one):
 //!
+//! 0. log space: a transaction reserves it (`Trans::new`, waiting while the log is full)
+//!    before it takes any lock below, as XFS's `xfs_trans_alloc` comes before `xfs_ilock`;
 //! 1. inode locks (the ILOCK), in ascending inode number; a directory before the inodes it
 //!    names only when its number is lower (`namei` sorts the set an operation needs);
 //! 2. AGI buffers, ascending AG (inode allocation);
@@ -21,18 +23,28 @@
 //! if busy, as XFS does with `XFS_ALLOC_FLAG_TRYLOCK`. Blocks of 4 are covered by their owner:
 //! an AG's tree blocks and AGFL by its AGF or AGI, a directory's or file's blocks by its ILOCK.
 //!
+//! Log space comes first because it comes back only as the AIL writes the items at the log's
+//! tail home, and the AIL only *tries* inode and buffer locks: a thread waiting for space while
+//! it holds the lock of the item at the tail would wait for ever, and every reservation with
+//! it. An operation that keeps an inode locked across several transactions rolls one
+//! (`Trans::roll`): the roll relogs what it holds and takes its own reservation again
+//! (`Log::regrant`, XFS's permanent reservation) from the margin `Log::reserve` keeps back,
+//! so it does not wait for new space with its locks held (and when the margin is used up its
+//! wait is safe: nothing it holds is at the tail). `Fs::lock_sorted` only tries further inodes
+//! once it holds one whose item is in the AIL, as XFS's `xfs_lock_inodes` does.
+//!
 //! [`lockcheck`] is this list as a type (`LockClass`, in this order, with the cross-directory
-//! rename mutex before 1): every wait for a lock is checked against the locks the thread holds
+//! rename mutex before 0, and waiting for log space recorded as `LockClass::LogSpace`): every wait for a lock is checked against the locks the thread holds
 //! and an inversion panics naming both, in debug builds and in release builds with the
 //! `lockcheck` feature (the test command: `cargo test --release --features lockcheck`). New
 //! lock classes (the journal's) are added there and here.
 //!
 //! Operations that free both blocks and an inode split into transactions so that no one
 //! transaction holds an AGF and then waits for an AGI: inactivation (unlink, rmdir, rename
-//! over an existing name, the last close of an unlinked file) first frees the file's blocks in
-//! transactions of their own (`Fs::free_range`, AGF only), keeping the inode locked, then frees
-//! the inode (AGI, then the AGF only if the whole chunk goes), as XFS's `xfs_inactive`
-//! truncates before `xfs_ifree`. Truncate, punch and fallocate take no AGI at all. Allocating
+//! over an existing name, the last close of an unlinked file) first frees the file's blocks, a
+//! batch per roll of its transaction (`Fs::free_range`, AGF only), keeping the inode locked,
+//! then rolls (letting go of the AGFs) and frees the inode (AGI, then the AGF only if the
+//! whole chunk goes), as XFS's `xfs_inactive` truncates before `xfs_ifree`. Truncate, punch and fallocate take no AGI at all. Allocating
 //! a new inode chunk commits it and rolls the transaction holding only the AGI
 //! (`Trans::roll`, XFS's `xfs_dialloc_roll`), so the chunk's cluster buffers are not held
 //! while the rest of a create waits for an AGF.

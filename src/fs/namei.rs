@@ -363,6 +363,13 @@ impl Fs {
 
     /// Lock `inodes` exclusive in ascending inode number (duplicates once) and join them.
     ///
+    /// As XFS's `xfs_lock_inodes`: once it holds an inode whose log item is in the AIL, it
+    /// only *tries* the next ones, and on a busy one lets go of all and starts again. The
+    /// AIL cannot write home an inode whose lock is held, so a thread holding the inode at
+    /// the log's tail while it waits for another inode would keep the tail still for as long
+    /// as that inode's holder runs, and a holder that is a rolled transaction waiting for
+    /// log space (`Log::regrant`) would wait for it for ever.
+    ///
     /// Fails with `NotFound` if one of the first `dirs` inodes (directories the caller was
     /// given) has been freed, and with [`Stale`] if a later one (looked up by the caller
     /// before locking) was freed meanwhile: its number may already name a new inode, so the
@@ -375,8 +382,34 @@ impl Fs {
         let mut order: Vec<&Arc<Inode>> = inodes.to_vec();
         order.sort_by_key(|ip| ip.ino);
         order.dedup_by_key(|ip| ip.ino);
-        for ip in order {
-            tp.lock_inode(Arc::clone(ip));
+        let log = &tp.fs().log;
+        let mut attempts = 0u32;
+        let locked = loop {
+            let mut locked: Vec<InodeWrite> = Vec::with_capacity(order.len());
+            for ip in &order {
+                if locked.iter().any(|w| log.inode_in_ail(w.inode())) {
+                    match InodeWrite::try_lock(Arc::clone(ip)) {
+                        Some(w) => locked.push(w),
+                        None => break,
+                    }
+                } else {
+                    locked.push(InodeWrite::lock(Arc::clone(ip)));
+                }
+            }
+            if locked.len() == order.len() {
+                break locked;
+            }
+            drop(locked);
+            // Let the holder finish; every fifth time, for a moment longer (XFS's delay).
+            attempts += 1;
+            if attempts.is_multiple_of(5) {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            } else {
+                std::thread::yield_now();
+            }
+        };
+        for w in locked {
+            tp.join_locked(w);
         }
         // Freed inodes are flagged under their lock, so this check is stable now.
         for (i, ip) in inodes.iter().enumerate() {
@@ -634,27 +667,33 @@ impl Fs {
 
     /// Free an inode with no links left and no open files: its blocks, then the inode.
     ///
-    /// Two phases, as XFS's `xfs_inactive`: the data blocks go first, in transactions of
-    /// their own that take only AGF locks ([`Fs::free_range`]); then one transaction frees the
-    /// inode, taking the AGI and, only when the whole chunk goes, the AGF after it. The inode
-    /// stays locked throughout. Freeing blocks and the inode in one transaction would take an
-    /// AGF before an AGI, against the lock order, and deadlock with a create that holds the
-    /// AGI while it allocates a new chunk.
+    /// One transaction, its log space reserved before the inode is locked (XFS's
+    /// `xfs_inactive_truncate` and `xfs_inactive_ifree` each call `xfs_trans_alloc` before
+    /// `xfs_ilock`) and rolled between the steps, so it never waits for log space holding the
+    /// ILOCK. Two phases, as XFS's `xfs_inactive`: the data blocks go first, a batch of
+    /// extents per roll, taking only AGF locks ([`Fs::free_range`]); then, after a roll that
+    /// lets go of those AGFs, the inode is freed, taking the AGI and, only when the whole
+    /// chunk goes, the AGF after it. The inode stays locked throughout. Freeing blocks and
+    /// the inode in one step would take an AGF before an AGI, against the lock order, and
+    /// deadlock with a create that holds the AGI while it allocates a new chunk.
     pub(crate) fn inactivate(&self, ip: &Arc<Inode>) -> FsResult<()> {
-        let mut w = InodeWrite::lock(Arc::clone(ip));
-        if w.di.nlink != 0 || w.opens != 0 || ip.has_flag(iflags::FREED) {
+        let mut tp = Trans::new(self, Resv::Remove);
+        let id = tp.lock_inode(Arc::clone(ip));
+        let ic = tp.ic(id);
+        if ic.di.nlink != 0 || ic.opens != 0 || ip.has_flag(iflags::FREED) {
             return Ok(());
         }
-        if let Some(ext) = w.ext.take() {
+        if let Some(ext) = tp.ic_mut(id).ext.take() {
             crate::fs::data::drop_cache(self, &ext);
         }
-        crate::fs::symlink::forget_remote(self, &w)?;
-        if !w.fork.extents().is_empty() {
-            w = self.free_range(w, 0, u64::MAX >> crate::fs::format::BLOCK_SHIFT)?;
+        crate::fs::symlink::forget_remote(self, tp.ic(id))?;
+        if !tp.ic(id).fork.extents().is_empty() {
+            self.free_range(&mut tp, id, 0, u64::MAX >> crate::fs::format::BLOCK_SHIFT)?;
+            if tp.is_dirty() {
+                tp.roll(&mut [])?;
+            }
         }
-        let mut tp = Trans::new(self, Resv::Remove);
-        tp.reserve_or_dip(CHANGE_BLOCKS);
-        let id = tp.join_locked(w);
+        tp.reserve_or_dip_up_to(CHANGE_BLOCKS);
         let free = ifree(&mut tp, ip.ino)?;
         {
             // The inode's last state is the free slot; its log item carries that image (and

@@ -139,6 +139,9 @@ pub struct Trans<'a> {
     may_dip: bool,
     /// Log space reserved (bytes), given back at commit.
     log_res: u64,
+    /// The reservation this transaction started with, which each roll takes again (XFS's
+    /// permanent reservation; 0 when it reserved nothing).
+    log_unit: u64,
     /// Extents this transaction freed: busy until its checkpoint is stable.
     freed: Vec<(u64, u32)>,
     /// New inode chunks, each with the held buffer its icreate item is filed under.
@@ -151,7 +154,11 @@ impl<'a> Trans<'a> {
     /// set-aside pool).
     ///
     /// Log space for `resv` is reserved first (waiting, and pushing the AIL, while the log
-    /// is full), before the transaction locks anything. If the log has failed, the
+    /// is full), so call this before locking anything (XFS's `xfs_trans_alloc` comes before
+    /// `xfs_ilock`; the lock-order checker panics on a reservation made holding an inode,
+    /// AG header or buffer lock, see `Log::reserve`). An operation that changes an inode in
+    /// several transactions keeps the first one and rolls it ([`Trans::roll`]), which takes
+    /// the same reservation again without waiting for new space. If the log has failed, the
     /// transaction reserves nothing: its first read or commit reports the shutdown.
     pub fn new(fs: &'a Fs, resv: Resv) -> Trans<'a> {
         let want = fs.log.unit_for(resv.bytes());
@@ -176,6 +183,7 @@ impl<'a> Trans<'a> {
             blk_res: 0,
             may_dip: false,
             log_res,
+            log_unit: log_res,
             freed: Vec::new(),
             icreates: Vec::new(),
         }
@@ -201,6 +209,12 @@ impl<'a> Trans<'a> {
         if self.reserve(blocks).is_err() {
             self.may_dip = true;
         }
+    }
+
+    /// [`Trans::reserve_or_dip`] up to `blocks` in all: a rolled transaction's unused
+    /// reservation carries over, so each step of a chain tops it up rather than adding to it.
+    pub fn reserve_or_dip_up_to(&mut self, blocks: u64) {
+        self.reserve_or_dip(blocks.saturating_sub(self.blk_res));
     }
 
     /// Let allocations draw on the set-aside pool (write-back of already-reserved data).
@@ -530,23 +544,33 @@ impl<'a> Trans<'a> {
     /// still holds every joined inode and the buffers in `keep`; every other buffer is
     /// released. This is XFS's `xfs_trans_roll` with the kept buffers held by
     /// `xfs_trans_bhold`: an operation made of several changes that are each complete (a new
-    /// inode chunk, then the inode taken from it) commits them one by one, so no transaction
-    /// holds more than one step needs, and locks the first step took late in the lock order
-    /// (the chunk's cluster buffers) are not held while the next step waits for earlier ones.
+    /// inode chunk, then the inode taken from it; a batch of extents freed, then the next)
+    /// commits them one by one, so no transaction holds more than one step needs, and locks
+    /// a step took late in the lock order (the chunk's cluster buffers, a batch's AGFs) are
+    /// not held while the next step waits for earlier ones.
+    ///
+    /// The rolled transaction keeps its log reservation: it takes the same amount again
+    /// without waiting for new space (XFS's permanent reservation, `xfs_log_regrant`), so it
+    /// never waits for log space holding its locks, which a new [`Trans::new`] would. What
+    /// it holds is relogged in the commit (every joined inode and kept buffer with changes
+    /// not yet home, XFS's `xfs_trans_roll_inode`), so a long chain of rolls never pins the
+    /// log's tail with an old item of its own: each checkpoint moves them forward.
     /// The block reservation carries over; `keep` is rewritten with the buffers' new ids.
     pub fn roll(&mut self, keep: &mut [&mut BufId]) -> FsResult<()> {
         if self.reader {
             return Err(FsError::Invalid("a read-only transaction cannot roll"));
         }
+        self.live()?;
+        self.relog_held(keep);
         self.count_commit();
         self.commit_logged();
-        let want = self.fs.log.unit_for(Resv::Write.bytes());
-        // A rolled transaction keeps its locks, so it takes its next reservation without
-        // waiting (XFS's permanent reservations regrant the same way): the margin the log
-        // keeps back pays for it.
-        self.fs.stats.inc(Stat::TryLogspace);
-        self.fs.log.regrant(want);
-        self.log_res = want;
+        if self.log_res == 0 && self.log_unit > 0 {
+            let fs = self.fs;
+            fs.log.regrant(self.log_unit, &|| {
+                fs.ail_push_pass(true);
+            })?;
+            self.log_res = self.log_unit;
+        }
         let mut old: Vec<Option<TBuf>> = std::mem::take(&mut self.bufs)
             .into_iter()
             .map(Some)
@@ -562,6 +586,48 @@ impl<'a> Trans<'a> {
         }
         // The others are released here, as their guards drop.
         Ok(())
+    }
+
+    /// [`Trans::roll`], then hand joined inode `keep` back out of the transaction, still
+    /// locked, while the transaction keeps its reservation for a later step: a step that
+    /// must run between two transactions with the inode locked (write-back's data I/O
+    /// between allocating blocks and marking them written) runs without a transaction's
+    /// buffers, and the next step joins the inode again ([`Trans::join_locked`]).
+    pub fn roll_keep(&mut self, keep: InodeId) -> FsResult<InodeWrite> {
+        self.roll(&mut [])?;
+        let i = keep.0 as usize;
+        if i < self.inodes.len()
+            && matches!(self.inodes[i].lock, TLock::Exclusive(_))
+            && let TLock::Exclusive(w) = self.inodes.swap_remove(i).lock
+        {
+            return Ok(w);
+        }
+        Err(FsError::Invalid("kept inode was not joined exclusive"))
+    }
+
+    /// Before a roll commits: relog what the transaction holds and did not change itself,
+    /// so none of it stays at an old place in the AIL while the chain goes on (an old item
+    /// the chain keeps locked is one the AIL cannot write home, and the tail could not move
+    /// past it).
+    fn relog_held(&mut self, keep: &[&mut BufId]) {
+        for t in &mut self.inodes {
+            if let TLock::Exclusive(w) = &t.lock
+                && t.logged == 0
+                && w.dirty
+            {
+                t.logged = fields::CORE;
+            }
+        }
+        for id in keep {
+            let b = &mut self.bufs[id.0 as usize];
+            if b.logged == 0
+                && !(b.new || b.stale || b.ordered || b.pin_only)
+                && b.guard.kind() != BlockKind::Inode
+                && b.guard.is_dirty()
+            {
+                b.logged = b.guard.log_map();
+            }
+        }
     }
 
     /// Count a commit in the `trans` stats (read-only transactions are not counted).

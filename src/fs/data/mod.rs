@@ -129,20 +129,23 @@ impl Fs {
             .checked_add(data.len() as u64)
             .filter(|&e| e <= MAX_FILE_SIZE)
             .ok_or(FsError::TooBig)?;
-        let mut w = InodeWrite::lock_allocated(Arc::clone(ip))?;
-        regular_only(&w)?;
         if data.is_empty() {
             // XFS returns before touching anything (and before the timestamp update).
+            let r = InodeRead::lock_allocated(Arc::clone(ip))?;
+            regular_only(&r)?;
             return Ok(0);
         }
+        // The timestamp update's transaction (XFS: file_update_time -> xfs_vn_update_time)
+        // reserves its log space before the ILOCK, as every transaction does (`Trans::new`).
+        let mut tp = Trans::new(self, Resv::Ichange);
+        let mut w = InodeWrite::lock_allocated(Arc::clone(ip))?;
+        regular_only(&w)?;
         self.write_pages(ip, &mut w, off, data)?;
         let grew = end > w.di.size;
         if grew {
             w.di.size = end;
         }
         self.stats.add64(Stat64::WriteBytes, data.len() as u64);
-        // Timestamp update, its own transaction (XFS: file_update_time -> xfs_vn_update_time).
-        let mut tp = Trans::new(self, Resv::Ichange);
         let id = tp.join_locked(w);
         let now = crate::fs::now_ns();
         let ic = tp.ic_mut(id);
@@ -293,9 +296,9 @@ impl Fs {
         Ok(len)
     }
 
-    /// Turn every delayed extent of a locked inode into real blocks (one transaction per
-    /// allocation).
-    fn convert_delalloc(&self, id_lock: InodeWrite) -> FsResult<InodeWrite> {
+    /// Turn every delayed extent of a locked inode into real blocks, one allocation per
+    /// roll of `tp` (which reserved its log space before the inode was locked).
+    fn convert_delalloc(&self, tp: &mut Trans, id_lock: InodeWrite) -> FsResult<InodeWrite> {
         let mut w = id_lock;
         loop {
             // Finding the next reservation is a lookup in the in-core list (XFS's
@@ -304,18 +307,12 @@ impl Fs {
             let Some(d) = w.fork.extents().iter().find(|e| e.is_delalloc()).copied() else {
                 return Ok(w);
             };
-            let mut tp = Trans::new(self, Resv::Write);
             // The data blocks were reserved at write time; extent-tree blocks may use the
             // set-aside pool, which exists for exactly this.
             tp.allow_set_aside();
             let id = tp.join_locked(w);
-            match self.allocate_for(&mut tp, id, d) {
-                Ok(()) => w = tp.commit_keep(id)?,
-                Err(e) => {
-                    drop(tp);
-                    return Err(e);
-                }
-            }
+            self.allocate_for(tp, id, d)?;
+            w = tp.roll_keep(id)?;
         }
     }
 
@@ -356,19 +353,39 @@ impl Fs {
 
     /// Write back one file's dirty pages. Returns pages written.
     pub fn writeback(&self, ip: &Arc<Inode>) -> FsResult<usize> {
-        let w = InodeWrite::lock(Arc::clone(ip));
-        if ip.has_flag(iflags::FREED) || w.ext.as_ref().is_none_or(|c| c.dirty_pages == 0) {
-            return Ok(0);
-        }
+        // Allocating and converting extents takes transactions, whose log space is reserved
+        // before the ILOCK (`Trans::new`): look first, and when one is needed reserve and
+        // lock again (the file may have changed meanwhile, so look again too).
+        let mut tp = None;
+        let w = loop {
+            let w = InodeWrite::lock(Arc::clone(ip));
+            if ip.check_allocated().is_err() || w.ext.as_ref().is_none_or(|c| c.dirty_pages == 0) {
+                return Ok(0);
+            }
+            if tp.is_some()
+                || !w
+                    .fork
+                    .extents()
+                    .iter()
+                    .any(|e| e.is_delalloc() || e.unwritten)
+            {
+                break w;
+            }
+            drop(w);
+            tp = Some(Trans::new(self, Resv::Write));
+        };
         let mode = u32::from(w.di.mode);
         self.mark_writeback(ip, mode);
-        let result = self.writeback_locked(w);
+        let result = self.writeback_locked(tp, w);
         self.clear_writeback(ip, mode);
         result
     }
 
-    fn writeback_locked(&self, w: InodeWrite) -> FsResult<usize> {
-        let mut w = self.convert_delalloc(w)?;
+    fn writeback_locked(&self, mut tp: Option<Trans>, w: InodeWrite) -> FsResult<usize> {
+        let mut w = match tp.as_mut() {
+            Some(tp) => self.convert_delalloc(tp, w)?,
+            None => w,
+        };
         // Gather runs of dirty pages that are contiguous on disk, and the parts of unwritten
         // extents they cover: only those parts become written. Converting a whole unwritten
         // extent because one of its blocks was written would expose whatever its other
@@ -440,7 +457,11 @@ impl Fs {
         self.dirty_data_pages
             .fetch_sub(written as u64, Ordering::Relaxed);
         if !unwritten.is_empty() {
-            let mut tp = Trans::new(self, Resv::Write);
+            let Some(mut tp) = tp else {
+                return Err(FsError::Invalid(
+                    "unwritten extents found without a transaction",
+                ));
+            };
             tp.allow_set_aside();
             let id = tp.join_locked(w);
             for e in unwritten {
@@ -596,6 +617,9 @@ impl Fs {
         if size > MAX_FILE_SIZE {
             return Err(FsError::TooBig);
         }
+        // One transaction for the whole truncate, its log space reserved before the ILOCK
+        // and rolled between steps (XFS's xfs_setattr_size with tr_itruncate).
+        let mut tp = Trans::new(self, Resv::Truncate);
         let mut w = InodeWrite::lock_allocated(Arc::clone(ip))?;
         regular_only(&w)?;
         let old = w.di.size;
@@ -608,9 +632,8 @@ impl Fs {
                 self.zero_partial(ip, &mut w, size, BLOCK_SIZE - tail)?;
             }
         }
-        // The new size first, then the blocks past it in their own transactions, as XFS's
+        // The new size first, then the blocks past it in steps of their own, as XFS's
         // xfs_setattr_size does: blocks beyond EOF are harmless if a later step fails.
-        let mut tp = Trans::new(self, Resv::Ichange);
         let id = tp.join_locked(w);
         let now = crate::fs::now_ns();
         let ic = tp.ic_mut(id);
@@ -618,36 +641,42 @@ impl Fs {
         ic.di.mtime = now;
         ic.di.ctime = now;
         tp.log_inode(id);
-        let w = tp.commit_keep(id)?;
         if size < old {
-            self.free_range(w, keep_blocks, MAX_FILE_SIZE >> BLOCK_SHIFT)?;
+            self.free_range(&mut tp, id, keep_blocks, MAX_FILE_SIZE >> BLOCK_SHIFT)?;
         }
-        Ok(())
+        tp.commit()
     }
 
-    /// Unmap file blocks `from..to` of a locked inode and free what was behind them, a batch
-    /// of extents per transaction from the end backwards, keeping the inode locked between
-    /// them (XFS's `xfs_itruncate_extents`, which rolls its transaction every couple of
-    /// extents). Each transaction takes only AGF locks, never an AGI: inactivation calls this
-    /// before the transaction that frees the inode, so no transaction holds an AGF and then
-    /// waits for an AGI (the lock order in `fs/mod.rs`). Bounded transactions also bound what
-    /// one commit must log.
-    pub(crate) fn free_range(&self, mut w: InodeWrite, from: u64, to: u64) -> FsResult<InodeWrite> {
+    /// Unmap file blocks `from..to` of joined inode `id` and free what was behind them, a
+    /// batch of extents per transaction from the end backwards, rolling `tp` between batches
+    /// with the inode still joined (XFS's `xfs_itruncate_extents`, which rolls its
+    /// transaction every couple of extents). The first batch goes into `tp` as it is; the
+    /// last one is left for the caller to commit (or roll). Each batch takes only AGF locks,
+    /// never an AGI: inactivation calls this before it frees the inode, and rolls first, so
+    /// no transaction holds an AGF and then waits for an AGI (the lock order in `fs/mod.rs`).
+    /// Bounded batches also bound what one commit must log.
+    pub(crate) fn free_range(
+        &self,
+        tp: &mut Trans,
+        id: InodeId,
+        from: u64,
+        to: u64,
+    ) -> FsResult<()> {
         loop {
-            let list = w.fork.extents();
+            let list = tp.ic(id).fork.extents();
             let lo = list.partition_point(|e| e.end() <= from);
             let hi = list.partition_point(|e| e.startoff < to);
             if lo >= hi {
-                return Ok(w);
+                return Ok(());
             }
             let start = list[hi.saturating_sub(FREE_BATCH_EXTENTS).max(lo)]
                 .startoff
                 .max(from);
-            let mut tp = Trans::new(self, Resv::Truncate);
-            tp.reserve_or_dip(crate::fs::namei::CHANGE_BLOCKS);
-            let id = tp.join_locked(w);
-            bmap::free_blocks(&mut tp, id, start, to - start)?;
-            w = tp.commit_keep(id)?;
+            if tp.is_dirty() {
+                tp.roll(&mut [])?;
+            }
+            tp.reserve_or_dip_up_to(crate::fs::namei::CHANGE_BLOCKS);
+            bmap::free_blocks(tp, id, start, to - start)?;
         }
     }
 
@@ -710,39 +739,32 @@ impl Fs {
     fn preallocate(&self, ip: &Arc<Inode>, off: u64, end: u64, extend: bool) -> FsResult<()> {
         let first = block_of(off);
         let last = end.div_ceil(BLOCK_SIZE as u64);
-        let mut w = InodeWrite::lock_allocated(Arc::clone(ip))?;
+        // One transaction reserved before the ILOCK, rolled after each allocation.
+        let mut tp = Trans::new(self, Resv::Write);
+        let w = InodeWrite::lock_allocated(Arc::clone(ip))?;
         regular_only(&w)?;
+        let id = tp.join_locked(w);
         let mut b = first;
         while b < last {
-            match bmap::lookup(w.fork.extents(), b, &self.stats) {
+            match bmap::lookup(tp.ic(id).fork.extents(), b, &self.stats) {
                 Some(e) => b = e.end(),
                 None => {
-                    let hole_end = bmap::next_extent(w.fork.extents(), b)
+                    let hole_end = bmap::next_extent(tp.ic(id).fork.extents(), b)
                         .map_or(last, |e| e.startoff.min(last));
                     let count = (hole_end - b).min(u64::from(MAX_EXTENT_LEN)) as u32;
-                    let mut tp = Trans::new(self, Resv::Write);
-                    if let Err(e) = tp.reserve(u64::from(count) + crate::fs::namei::CHANGE_BLOCKS) {
-                        drop(tp);
-                        drop(w);
-                        return Err(e);
+                    if tp.is_dirty() {
+                        tp.roll(&mut [])?;
                     }
-                    let id = tp.join_locked(w);
-                    match bmap::alloc_blocks(&mut tp, id, b, count, true) {
-                        Ok(v) => {
-                            w = tp.commit_keep(id)?;
-                            b += v.iter().map(|e| u64::from(e.blockcount)).sum::<u64>();
-                        }
-                        Err(e) => {
-                            // alloc_blocks fails before changing anything when no space.
-                            drop(tp);
-                            return Err(e);
-                        }
-                    }
+                    tp.reserve(u64::from(count) + crate::fs::namei::CHANGE_BLOCKS)?;
+                    // alloc_blocks fails before changing anything when no space.
+                    let v = bmap::alloc_blocks(&mut tp, id, b, count, true)?;
+                    b += v.iter().map(|e| u64::from(e.blockcount)).sum::<u64>();
                 }
             }
         }
-        let mut tp = Trans::new(self, Resv::Write);
-        let id = tp.join_locked(w);
+        if tp.is_dirty() {
+            tp.roll(&mut [])?;
+        }
         let now = crate::fs::now_ns();
         let ic = tp.ic_mut(id);
         if extend && end > ic.di.size {
@@ -755,6 +777,8 @@ impl Fs {
 
     /// Free whole blocks in `off..end` and zero the partial edges.
     fn punch(&self, ip: &Arc<Inode>, off: u64, end: u64) -> FsResult<()> {
+        // Log space before the ILOCK; a punch inside one block drops it unused.
+        let mut tp = Trans::new(self, Resv::Truncate);
         let mut w = InodeWrite::lock_allocated(Arc::clone(ip))?;
         regular_only(&w)?;
         let end = end.min(w.di.size.max(off));
@@ -776,9 +800,11 @@ impl Fs {
         }
         if last_whole > first_whole {
             self.drop_pages(&mut w, first_whole, last_whole);
-            let w = self.free_range(w, first_whole, last_whole)?;
-            let mut tp = Trans::new(self, Resv::Truncate);
             let id = tp.join_locked(w);
+            self.free_range(&mut tp, id, first_whole, last_whole)?;
+            if tp.is_dirty() {
+                tp.roll(&mut [])?;
+            }
             tp.ic_mut(id).di.ctime = crate::fs::now_ns();
             tp.log_inode(id);
             tp.commit()?;

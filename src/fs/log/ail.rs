@@ -191,6 +191,22 @@ impl Ail {
         self.pos.contains_key(&id)
     }
 
+    /// Take an item out after a push wrote it home from LSN block `abs`, unless it has
+    /// moved forward since (relogged, and that checkpoint completed after the push let go
+    /// of the object's lock): its newer change is not home yet, and taking it out would let
+    /// the tail pass it (a freed inode's slot image would never be written, and the next
+    /// owner of its number would wait for it for ever). Returns whether it was taken out.
+    pub(crate) fn delete_pushed(&mut self, log: &Log, id: usize, abs: u64) -> bool {
+        if self
+            .pos
+            .get(&id)
+            .is_none_or(|&i| self.nodes[i as usize].abs != abs)
+        {
+            return false;
+        }
+        self.delete(log, id)
+    }
+
     /// Take an item out (written home, or superseded). Returns whether it was in.
     pub(crate) fn delete(&mut self, log: &Log, id: usize) -> bool {
         let Some(i) = self.pos.remove(&id) else {
@@ -290,7 +306,7 @@ impl Fs {
                 Ok(PushOutcome::Success) => {
                     self.stats.inc(Stat::PushAilSuccess);
                     crate::trace::events::xfs_ail_push(log.dev_id, lip, lsn, ty, "IN_AIL");
-                    log.ail.lock().delete(log, obj.id());
+                    log.ail.lock().delete_pushed(log, obj.id(), abs);
                     pushed += 1;
                 }
                 Ok(PushOutcome::Pinned) => {
@@ -664,5 +680,22 @@ mod tests {
         }
         assert!(ail.is_empty());
         assert_eq!((ail.min_abs(), ail.max_abs()), (None, None));
+    }
+
+    #[test]
+    fn a_pushed_item_that_moved_forward_meanwhile_stays_in() {
+        let fs = crate::fs::testing::mem_fs(64 << 20);
+        let log = &fs.log;
+        let it = items(&fs, 1);
+        let id = it[0].id();
+        let mut ail = Ail::default();
+        ail.insert(log, it[0].clone(), 10, false);
+        // Collected at 10, relogged to 30 before the push's delete: the newer change stays.
+        ail.insert(log, it[0].clone(), 30, false);
+        assert!(!ail.delete_pushed(log, id, 10));
+        assert_eq!(order(&ail), vec![(30, id)]);
+        assert!(ail.delete_pushed(log, id, 30));
+        assert!(ail.is_empty());
+        assert!(!ail.delete_pushed(log, id, 30));
     }
 }

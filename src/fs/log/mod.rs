@@ -511,6 +511,12 @@ impl Log {
         self.ail.lock().len()
     }
 
+    /// Whether inode `ip`'s log item is in the AIL (it may be the item at the log's tail).
+    pub fn inode_in_ail(&self, ip: &Arc<Inode>) -> bool {
+        let id = ItemRef::Inode(Arc::clone(ip)).id();
+        self.ail.lock().contains(id)
+    }
+
     /// The sequence the next commit goes into.
     pub fn current_seq(&self) -> u64 {
         self.cil.lock().seq
@@ -581,13 +587,18 @@ impl Log {
 
     /// Reserve `bytes` of log space (XFS's `xfs_log_reserve`): waits, pushing the AIL, while
     /// the log is too full. `push` runs one inline AIL pass when it has to wait.
+    ///
+    /// Call it before taking any inode, AG header or buffer lock: space comes back only as
+    /// the AIL writes items home, and the AIL only tries locks, so a waiter holding the lock
+    /// of the item at the tail would wait for ever, and every reservation with it. The
+    /// lock-order checker enforces it ([`LockClass::LogSpace`]) on every call, waiting or not.
     pub fn reserve(&self, bytes: u64, push: &dyn Fn()) -> FsResult<()> {
+        let _waiting = crate::fs::lockcheck::wait(LockId::new(LockClass::LogSpace, 0));
         self.stats.inc(Stat::TryLogspace);
         // An eighth of the log stays out of reach of new reservations: regrants of rolled
         // transactions, overruns and the checkpoint's headers come out of it. Between a
         // quarter and an eighth free, xfsaild pushes while reservations still go through.
         let keep = (self.size_bytes() / 8) as i64;
-        let mut slept = false;
         loop {
             self.check_ok()?;
             {
@@ -601,19 +612,9 @@ impl Log {
                     }
                     return Ok(());
                 }
-                if !slept {
-                    slept = true;
-                }
                 self.stats.inc(Stat::SleepLogspace);
             }
-            // Items pinned in the CIL cannot be written home until it is checkpointed (an
-            // ordered buffer's item has no bytes, so ask for items, not bytes).
-            if self.cil_len() > 0 {
-                self.push_cil()?;
-                self.force_current(None, false)?;
-            }
-            self.wake_aild();
-            push();
+            self.make_room(push)?;
             let mut sp = self.space.lock();
             if self.free_bytes(sp.granted) - bytes as i64 >= keep {
                 sp.granted += bytes;
@@ -623,10 +624,48 @@ impl Log {
         }
     }
 
-    /// Take `bytes` more without waiting: a rolled transaction that keeps its locks (the
-    /// margin [`Log::reserve`] keeps back pays for it).
-    pub fn regrant(&self, bytes: u64) {
-        self.space.lock().granted += bytes;
+    /// One round of what a thread short of log space does before it sleeps: checkpoint the
+    /// CIL (items pinned there cannot be written home until it is; an ordered buffer's item
+    /// has no bytes, so ask for items, not bytes), wake xfsaild and push the AIL inline.
+    fn make_room(&self, push: &dyn Fn()) -> FsResult<()> {
+        if self.cil_len() > 0 {
+            self.push_cil()?;
+            self.force_current(None, false)?;
+        }
+        self.wake_aild();
+        push();
+        Ok(())
+    }
+
+    /// A rolled transaction takes its reservation of `bytes` again (XFS's `xfs_log_regrant`
+    /// of a permanent reservation): the commit just made gave the old one back.
+    ///
+    /// It comes out of the eighth of the log [`Log::reserve`] keeps back, without waiting.
+    /// Only when rolls have used all of that up (the log would otherwise be overcommitted and
+    /// its head could overwrite the tail) does it wait, pushing the CIL first; that wait is
+    /// exempt from the lock-order check by construction: the transaction holds its locks,
+    /// but it relogged everything it holds in the commit just made (`Trans::roll`) and the
+    /// CIL push moves those items forward, so none of them can be what the tail waits for.
+    /// XFS's regrant waits on its write grant head the same way.
+    pub fn regrant(&self, bytes: u64, push: &dyn Fn()) -> FsResult<()> {
+        self.stats.inc(Stat::TryLogspace);
+        {
+            let mut sp = self.space.lock();
+            sp.granted += bytes;
+            if self.free_bytes(sp.granted) >= 0 {
+                return Ok(());
+            }
+        }
+        loop {
+            self.check_ok()?;
+            self.stats.inc(Stat::SleepLogspace);
+            self.make_room(push)?;
+            let mut sp = self.space.lock();
+            if self.free_bytes(sp.granted) >= 0 {
+                return Ok(());
+            }
+            sp.wait_for(&self.space_cv, Duration::from_millis(5));
+        }
     }
 
     /// Remember xfsaild's thread.
