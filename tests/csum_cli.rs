@@ -38,10 +38,10 @@ fn row<'a>(text: &'a str, first: &str) -> Vec<&'a str> {
 fn run_split_prints_the_seeds_table_and_structures() {
     let text = stdout_of(&["run", "--cksum", "split", "--ops", "120"]);
     assert!(
-        text.contains("csumhist: fsmark -d /csumhist -n 120 -s 4096 -S 1"),
+        text.contains("csumhist: fsmark -d /csumhist -n 120 -s 4096 -S 1 -k"),
         "{text}"
     );
-    assert!(text.contains("== cksum=split: 120 files of 4096 bytes created (-S 1), removed"));
+    assert!(text.contains("== cksum=split: 120 files of 4096 bytes created (-S 1), kept"));
     for h in [
         "freq% total",
         "freq% head",

@@ -145,7 +145,7 @@ fn parse_time(s: &str) -> Result<Duration, String> {
 /// The workload and the filesystem it runs on.
 #[derive(Debug, Args)]
 pub struct WorkloadArgs {
-    /// Built-in workload: fsmark-s1 (small files, fsync each: fsmark -n 1000 -s 4096 -S 1) or
+    /// Built-in workload: fsmark-s1 (small files, fsync each, kept: fsmark -n 1000 -s 4096 -S 1 -k) or
     /// oltp (16 KiB random writes in four 16 MiB files, fsync every 2, a temporary file
     /// created and removed every 16). Default fsmark-s1 unless a command line follows `--`.
     #[arg(long, value_name = "NAME", value_parser = parse_profile)]
@@ -636,7 +636,7 @@ mod tests {
         assert_eq!(r.calls, CallFilter::Updates);
         assert_eq!(r.small_below, 512);
         let j = job(r.workload).expect("job");
-        assert!(j.workload.describe().contains("-n 1000 -s 4096 -S 1"));
+        assert!(j.workload.describe().contains("-n 1000 -s 4096 -S 1 -k"));
         assert_eq!(
             CksumChoice::Both.modes(),
             vec![CksumMode::Single, CksumMode::Split]
