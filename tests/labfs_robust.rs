@@ -206,7 +206,7 @@ fn a_corrupt_extent_tree_block_fails_reading_that_file() {
     let fs = img.mount();
     let ip = fs.iget(frag).unwrap();
     let root = match &InodeRead::lock(ip).fork {
-        DataFork::Btree { root, .. } => *root,
+        DataFork::Btree(b) => b.root,
         other => panic!("{other:?}"),
     };
     drop(fs);

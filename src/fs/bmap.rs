@@ -27,7 +27,7 @@ use crate::fs::format::dinode::{DinodeCore, EXTENT_REC_SIZE, ForkFormat, MAX_INL
 use crate::fs::format::endian::{get_u16, get_u64, put_u16, put_u64};
 use crate::fs::format::{BlockKind, Daddr};
 use crate::fs::geo::Geometry;
-use crate::fs::inode::{DELALLOC, DataFork, Extent, ForkRoot};
+use crate::fs::inode::{BtreeFork, DELALLOC, DataFork, Extent, ForkRoot};
 use crate::fs::stats::{MountStats, Stat};
 use crate::fs::trans::{InodeId, Trans};
 
@@ -54,9 +54,9 @@ pub fn encode_fork(fork: &DataFork, lit: &mut [u8]) {
                 pack_extent(e, &mut lit[i * EXTENT_REC_SIZE..(i + 1) * EXTENT_REC_SIZE]);
             }
         }
-        DataFork::Btree { root, .. } => {
-            put_u64(lit, 0, root.ptr);
-            put_u16(lit, 8, root.level);
+        DataFork::Btree(b) => {
+            put_u64(lit, 0, b.root.ptr);
+            put_u16(lit, 8, b.root.level);
         }
     }
 }
@@ -115,10 +115,10 @@ pub fn decode_fork(
                 )));
             }
             check_extents(fs, &list).map_err(bad)?;
-            Ok(DataFork::Btree {
+            Ok(DataFork::Btree(Box::new(BtreeFork {
                 root,
                 extents: list,
-            })
+            })))
         }
     }
 }
@@ -494,7 +494,8 @@ fn replace_or_insert(list: &mut Vec<Extent>, e: Extent) -> ListChange {
 /// The writable extent list of a fork (a local fork has none).
 pub fn fork_list_mut(fork: &mut DataFork) -> FsResult<&mut Vec<Extent>> {
     match fork {
-        DataFork::Extents(v) | DataFork::Btree { extents: v, .. } => Ok(v),
+        DataFork::Extents(v) => Ok(v),
+        DataFork::Btree(b) => Ok(&mut b.extents),
         DataFork::Local(_) => Err(FsError::Invalid("block mapping on an inline fork")),
     }
 }

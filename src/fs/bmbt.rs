@@ -15,7 +15,7 @@ use crate::fs::btree::{self, LookupMode};
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::dinode::MAX_INLINE_EXTENTS;
 use crate::fs::format::{BlockKind, Daddr};
-use crate::fs::inode::{DataFork, Extent, ForkRoot};
+use crate::fs::inode::{BtreeFork, DataFork, Extent, ForkRoot};
 use crate::fs::trans::{InodeId, Trans};
 use crate::fs::treestore::{TreeSpace, TreeStore, run_cursor};
 
@@ -113,9 +113,9 @@ pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<(
     let real = |v: &[Extent]| v.iter().filter(|e| !e.is_delalloc()).count();
     let action = match &tp.ic(ip).fork {
         DataFork::Extents(list) if real(list) > MAX_INLINE_EXTENTS => TreeAction::Build,
-        DataFork::Btree { root, extents } => TreeAction::Apply {
-            root: *root,
-            then_remove: real(extents) <= MAX_INLINE_EXTENTS,
+        DataFork::Btree(b) => TreeAction::Apply {
+            root: b.root,
+            then_remove: real(&b.extents) <= MAX_INLINE_EXTENTS,
         },
         _ => TreeAction::None,
     };
@@ -162,14 +162,15 @@ pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<(
         (TreeAction::None, _) => {}
         (_, Some(r)) => {
             let extents = match std::mem::take(fork) {
-                DataFork::Extents(v) | DataFork::Btree { extents: v, .. } => v,
+                DataFork::Extents(v) => v,
+                DataFork::Btree(b) => b.extents,
                 DataFork::Local(_) => Vec::new(),
             };
-            *fork = DataFork::Btree { root: r, extents };
+            *fork = DataFork::Btree(Box::new(BtreeFork { root: r, extents }));
         }
         (_, None) => {
-            if let DataFork::Btree { extents, .. } = std::mem::take(fork) {
-                *fork = DataFork::Extents(extents);
+            if let DataFork::Btree(b) = std::mem::take(fork) {
+                *fork = DataFork::Extents(b.extents);
             }
         }
     }
@@ -310,10 +311,7 @@ mod tests {
 
     fn is_btree(ip: &Arc<Inode>) -> (bool, usize) {
         let r = InodeRead::lock(Arc::clone(ip));
-        (
-            matches!(r.fork, DataFork::Btree { .. }),
-            r.fork.extents().len(),
-        )
+        (matches!(r.fork, DataFork::Btree(_)), r.fork.extents().len())
     }
 
     /// bmbt2 counts of `ops` during `f`.

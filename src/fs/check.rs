@@ -278,8 +278,8 @@ pub fn check(fs: &Fs) -> FsResult<Report> {
             maps[agno as usize].claim(agno, geo.agbno_of(e.startblock), e.blockcount, &who, &mut r);
             charged += u64::from(e.blockcount);
         }
-        if let DataFork::Btree { root, extents } = &core.fork {
-            match bmbt::check_tree(fs, ino, *root, extents) {
+        if let DataFork::Btree(b) = &core.fork {
+            match bmbt::check_tree(fs, ino, b.root, &b.extents) {
                 Ok(found) => {
                     for f in found {
                         r.push(Location::Inode { ino }, format!("extent tree: {f}"));
@@ -290,7 +290,7 @@ pub fn check(fs: &Fs) -> FsResult<Report> {
                     format!("extent tree unreadable: {e}"),
                 ),
             }
-            for ptr in bmbt::tree_blocks(fs, ino, *root).unwrap_or_default() {
+            for ptr in bmbt::tree_blocks(fs, ino, b.root).unwrap_or_default() {
                 let agno = geo.agno_of(ptr);
                 maps[agno as usize].claim(
                     agno,

@@ -341,8 +341,8 @@ fn by_path(img: &Image, path: &str) -> Result<Vec<Decoded>, AdminError> {
     let ino = ip.ino;
     let mut out = vec![one_inode(img, &geo, ino)?];
     let core = InodeRead::lock(ip);
-    if let DataFork::Btree { root, .. } = &core.fork {
-        let blocks = bmbt::tree_blocks(&fs, ino, *root).map_err(|source| AdminError::Path {
+    if let DataFork::Btree(b) = &core.fork {
+        let blocks = bmbt::tree_blocks(&fs, ino, b.root).map_err(|source| AdminError::Path {
             path: path.to_string(),
             source,
         })?;

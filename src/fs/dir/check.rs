@@ -150,15 +150,13 @@ fn check_blocks(tp: &mut Trans, dp: InodeId, f: Form, out: &mut Vec<String>) -> 
     }
     // Extent-tree blocks are charged to the inode too.
     let tree_blocks = match &ic.fork {
-        DataFork::Btree { root, .. } => {
-            match crate::fs::bmbt::tree_blocks(tp.fs(), tp.ino(dp), *root) {
-                Ok(v) => v.len() as u64,
-                Err(e) => {
-                    out.push(format!("extent tree: {}", finding(e)?));
-                    0
-                }
+        DataFork::Btree(b) => match crate::fs::bmbt::tree_blocks(tp.fs(), tp.ino(dp), b.root) {
+            Ok(v) => v.len() as u64,
+            Err(e) => {
+                out.push(format!("extent tree: {}", finding(e)?));
+                0
             }
-        }
+        },
         _ => 0,
     };
     let ic = tp.ic(dp);

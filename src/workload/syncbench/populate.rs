@@ -7,9 +7,16 @@
 //! create is on disk, which is the cache thread 002 measured (~10M clean inodes, filled by a
 //! parallel find/stat over a populated filesystem).
 //!
-//! Work is split between threads by contiguous ranges of file numbers, so each thread mostly
-//! works in its own directories (as fs_mark's threads do) and the directory locks are not
-//! what is measured.
+//! Work is split between threads by whole directories, so each thread works in its own
+//! directories (as fs_mark's threads do) and the directory locks are not what is measured.
+//! The directories are dealt out in turn (thread `t` of `T` takes directories `t`, `t + T`,
+//! ...), not in contiguous blocks: labfs, like XFS, places consecutive new directories in
+//! consecutive AGs and a file in its directory's AG, so with contiguous blocks the threads'
+//! current directories were a fixed distance apart, and with 4 AGs and 2 threads
+//! (`--max-inodes` 2M or 10M: 100 or 500 directories apart) always in the same AG: every
+//! create waited for the other thread's AGI (9,588 of 13,479 context switches of a 300k
+//! populate were that wait). Dealt out in turn, the two threads are always in different AGs
+//! when the AG count is even, so the sweep measures the inode cache, not one AGI.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -148,15 +155,26 @@ impl Fill<'_> {
             self.make_dirs(from, to)?;
         }
         let threads = u64::from(self.threads.max(1)).min(to - from);
-        let span = to - from;
+        let dirs = Tree::dirs_for(to) - from / FILES_PER_DIR;
         let results: Vec<Result<u64, PopulateError>> = std::thread::scope(|s| {
             let mut handles = Vec::new();
             for t in 0..threads {
-                let lo = from + span * t / threads;
-                let hi = from + span * (t + 1) / threads;
+                let share = if dirs >= threads {
+                    Share::EveryNthDir {
+                        first: t,
+                        every: threads,
+                    }
+                } else {
+                    // Fewer directories than threads: split the files instead.
+                    let span = to - from;
+                    Share::Files {
+                        lo: from + span * t / threads,
+                        hi: from + span * (t + 1) / threads,
+                    }
+                };
                 let h = std::thread::Builder::new()
                     .name(format!("populate-{t}"))
-                    .spawn_scoped(s, move || self.worker(lo, hi))
+                    .spawn_scoped(s, move || self.worker(share, from, to))
                     .map_err(PopulateError::Spawn);
                 handles.push(h);
             }
@@ -189,11 +207,25 @@ impl Fill<'_> {
         Ok(())
     }
 
-    fn worker(&self, lo: u64, hi: u64) -> Result<u64, PopulateError> {
+    /// Create or stat this thread's share of files `from..to`; returns how many it did.
+    fn worker(&self, share: Share, from: u64, to: u64) -> Result<u64, PopulateError> {
+        let mut done = 0;
+        for (lo, hi) in share.ranges(from, to) {
+            let (did, stopped) = self.fill_range(lo, hi)?;
+            done += did;
+            if stopped {
+                break;
+            }
+        }
+        Ok(done)
+    }
+
+    /// Files `lo..hi`: how many were done, and whether the interrupt flag stopped it.
+    fn fill_range(&self, lo: u64, hi: u64) -> Result<(u64, bool), PopulateError> {
         let mut i = lo;
         while i < hi {
             if (i - lo).is_multiple_of(INTERRUPT_CHECK_EVERY) && self.stopped() {
-                break;
+                return Ok((i - lo, true));
             }
             let path = self.tree.file(i);
             match self.how {
@@ -216,7 +248,46 @@ impl Fill<'_> {
             self.done.fetch_add(1, Ordering::Relaxed);
             i += 1;
         }
-        Ok(i - lo)
+        Ok((i - lo, false))
+    }
+}
+
+/// Which of a run's files one thread handles (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Share {
+    /// Every file of directories `first`, `first + every`, ... (counted from the run's first
+    /// directory).
+    EveryNthDir {
+        /// The thread's first directory, counted from the run's first.
+        first: u64,
+        /// The number of threads.
+        every: u64,
+    },
+    /// Files `lo..hi` (when there are fewer directories than threads).
+    Files {
+        /// The first file.
+        lo: u64,
+        /// One past the last file.
+        hi: u64,
+    },
+}
+
+impl Share {
+    /// The ranges of file numbers in this share of files `from..to`, in order.
+    fn ranges(self, from: u64, to: u64) -> Vec<(u64, u64)> {
+        match self {
+            Share::Files { lo, hi } => vec![(lo, hi)],
+            Share::EveryNthDir { first, every } => (from / FILES_PER_DIR + first
+                ..Tree::dirs_for(to))
+                .step_by(every as usize)
+                .map(|d| {
+                    (
+                        (d * FILES_PER_DIR).max(from),
+                        ((d + 1) * FILES_PER_DIR).min(to),
+                    )
+                })
+                .collect(),
+        }
     }
 }
 
@@ -235,6 +306,31 @@ mod tests {
         assert_eq!(Tree::dirs_for(1), 1);
         assert_eq!(Tree::dirs_for(FILES_PER_DIR), 1);
         assert_eq!(Tree::dirs_for(FILES_PER_DIR + 1), 2);
+    }
+
+    #[test]
+    fn threads_take_whole_directories_in_turn_and_cover_the_run_once() {
+        let from = FILES_PER_DIR / 2;
+        let to = 4 * FILES_PER_DIR + 7;
+        let a = Share::EveryNthDir { first: 0, every: 2 }.ranges(from, to);
+        let b = Share::EveryNthDir { first: 1, every: 2 }.ranges(from, to);
+        assert_eq!(
+            a,
+            vec![
+                (from, FILES_PER_DIR),
+                (2 * FILES_PER_DIR, 3 * FILES_PER_DIR),
+                (4 * FILES_PER_DIR, to)
+            ]
+        );
+        assert_eq!(
+            b,
+            vec![
+                (FILES_PER_DIR, 2 * FILES_PER_DIR),
+                (3 * FILES_PER_DIR, 4 * FILES_PER_DIR)
+            ]
+        );
+        let covered: u64 = a.iter().chain(&b).map(|(lo, hi)| hi - lo).sum();
+        assert_eq!(covered, to - from);
     }
 
     #[test]
