@@ -767,24 +767,8 @@ impl<S: BtreeSpec> Core<S> {
                 "btree cursor is not at an insertion point",
             ));
         }
-        let prev = if leaf.idx > 1 {
-            Some(entry_key::<S>(st.bytes(leaf.buf), 0, leaf.idx - 1))
-        } else if let Some(l) = sibling::<S, _>(st, leaf.buf, leaf.ptr, 0, Side::Left)? {
-            let buf = self.read(st, l, 0)?;
-            let ln = numrecs::<S>(st.bytes(buf));
-            (ln > 0).then(|| entry_key::<S>(st.bytes(buf), 0, ln))
-        } else {
-            None
-        };
-        let next = if leaf.idx <= n {
-            Some(entry_key::<S>(st.bytes(leaf.buf), 0, leaf.idx))
-        } else if let Some(r) = sibling::<S, _>(st, leaf.buf, leaf.ptr, 0, Side::Right)? {
-            let buf = self.read(st, r, 0)?;
-            (numrecs::<S>(st.bytes(buf)) > 0).then(|| entry_key::<S>(st.bytes(buf), 0, 1))
-        } else {
-            None
-        };
-        Ok((prev, next))
+        // An entry inserted here goes between the entries now at idx - 1 and idx.
+        self.keys_around(st, leaf, leaf.idx)
     }
 
     /// The keys before and after the leaf entry `leaf` (reading sibling leaves when the entry
@@ -793,6 +777,17 @@ impl<S: BtreeSpec> Core<S> {
         &self,
         st: &mut (impl BlockStore + ?Sized),
         leaf: Level,
+    ) -> FsResult<Neighbours<S::Key>> {
+        self.keys_around(st, leaf, leaf.idx + 1)
+    }
+
+    /// The key of the entry before `leaf.idx` and of entry `next` (1-based) of the same
+    /// leaf, each taken from the sibling leaf when it lies past the block's edge.
+    fn keys_around(
+        &self,
+        st: &mut (impl BlockStore + ?Sized),
+        leaf: Level,
+        next: usize,
     ) -> FsResult<Neighbours<S::Key>> {
         let n = numrecs::<S>(st.bytes(leaf.buf));
         let prev = if leaf.idx > 1 {
@@ -804,8 +799,8 @@ impl<S: BtreeSpec> Core<S> {
         } else {
             None
         };
-        let next = if leaf.idx < n {
-            Some(entry_key::<S>(st.bytes(leaf.buf), 0, leaf.idx + 1))
+        let next = if next <= n {
+            Some(entry_key::<S>(st.bytes(leaf.buf), 0, next))
         } else if let Some(r) = sibling::<S, _>(st, leaf.buf, leaf.ptr, 0, Side::Right)? {
             let buf = self.read(st, r, 0)?;
             (numrecs::<S>(st.bytes(buf)) > 0).then(|| entry_key::<S>(st.bytes(buf), 0, 1))
