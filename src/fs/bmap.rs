@@ -27,7 +27,7 @@ use crate::fs::format::dinode::{DinodeCore, EXTENT_REC_SIZE, ForkFormat, MAX_INL
 use crate::fs::format::endian::{get_u16, get_u64, put_u16, put_u64};
 use crate::fs::format::{BlockKind, Daddr};
 use crate::fs::geo::Geometry;
-use crate::fs::inode::{BtreeFork, DELALLOC, DataFork, Extent, ForkRoot};
+use crate::fs::inode::{BtreeFork, DELALLOC, DataFork, Extent, ForkRoot, ListChange};
 use crate::fs::stats::{MountStats, Stat};
 use crate::fs::trans::{InodeId, Trans};
 
@@ -199,35 +199,6 @@ fn mergeable(a: &Extent, b: &Extent) -> bool {
         } else {
             !b.is_delalloc() && a.startblock + u64::from(a.blockcount) == b.startblock
         }
-}
-
-/// What an extent-list change did, so the on-disk tree can follow it.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct ListChange {
-    /// Records removed (as they were).
-    pub removed: Vec<Extent>,
-    /// Records added (as they are now).
-    pub added: Vec<Extent>,
-}
-
-impl ListChange {
-    fn merge(&mut self, other: ListChange) {
-        self.removed.extend(other.removed);
-        self.added.extend(other.added);
-    }
-
-    /// Drop records that were added and then removed again within this change.
-    fn simplify(&mut self) {
-        let mut i = 0;
-        while i < self.added.len() {
-            if let Some(j) = self.removed.iter().position(|r| *r == self.added[i]) {
-                self.removed.swap_remove(j);
-                self.added.swap_remove(i);
-            } else {
-                i += 1;
-            }
-        }
-    }
 }
 
 /// Insert a new mapping (its range must be a hole in the list), merging with neighbours.

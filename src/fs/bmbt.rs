@@ -8,14 +8,13 @@
 
 use crate::fs::Fs;
 use crate::fs::alloc::{AllocReq, alloc_extent, free_extent};
-use crate::fs::bmap::ListChange;
 use crate::fs::btree::kinds::BmbtSpec;
 use crate::fs::btree::store::BufId;
 use crate::fs::btree::{self, LookupMode};
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::dinode::MAX_INLINE_EXTENTS;
 use crate::fs::format::{BlockKind, Daddr};
-use crate::fs::inode::{BtreeFork, DataFork, Extent, ForkRoot};
+use crate::fs::inode::{BtreeFork, DataFork, Extent, ForkRoot, ListChange};
 use crate::fs::trans::{InodeId, Trans};
 use crate::fs::treestore::{TreeSpace, TreeStore, run_cursor};
 

@@ -54,6 +54,35 @@ impl Extent {
     }
 }
 
+/// What an extent-list change did, so the on-disk tree can follow it.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ListChange {
+    /// Records removed (as they were).
+    pub removed: Vec<Extent>,
+    /// Records added (as they are now).
+    pub added: Vec<Extent>,
+}
+
+impl ListChange {
+    pub(crate) fn merge(&mut self, other: ListChange) {
+        self.removed.extend(other.removed);
+        self.added.extend(other.added);
+    }
+
+    /// Drop records that were added and then removed again within this change.
+    pub(crate) fn simplify(&mut self) {
+        let mut i = 0;
+        while i < self.added.len() {
+            if let Some(j) = self.removed.iter().position(|r| *r == self.added[i]) {
+                self.removed.swap_remove(j);
+                self.added.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
 /// Where a B+tree-format data fork's tree is rooted (the B+tree's own root type).
 pub use crate::fs::btree::Root as ForkRoot;
 

@@ -12,7 +12,7 @@
 
 use std::ops::ControlFlow;
 
-use super::check::Problem;
+use super::problem::Problem;
 use super::store::{BlockStore, BufId};
 use super::{BtreeSpec, Layout};
 use crate::fs::error::{FsError, FsResult};

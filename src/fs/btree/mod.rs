@@ -141,6 +141,7 @@ pub mod view;
 
 mod block;
 mod cursor;
+mod problem;
 mod tree;
 
 #[cfg(test)]
