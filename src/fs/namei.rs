@@ -386,8 +386,14 @@ impl Fs {
         let mut attempts = 0u32;
         let locked = loop {
             let mut locked: Vec<InodeWrite> = Vec::with_capacity(order.len());
+            // Once one of the held inodes is in the AIL it stays there while held (a push
+            // needs its lock), so the answer is looked for only until it is yes.
+            let mut holds_ail_item = false;
             for ip in &order {
-                if locked.iter().any(|w| log.inode_in_ail(w.inode())) {
+                if !holds_ail_item && !locked.is_empty() {
+                    holds_ail_item = log.any_inode_in_ail(locked.iter().map(InodeWrite::inode));
+                }
+                if holds_ail_item {
                     match InodeWrite::try_lock(Arc::clone(ip)) {
                         Some(w) => locked.push(w),
                         None => break,

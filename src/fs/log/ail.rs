@@ -48,7 +48,6 @@ pub struct Ail {
     free: Vec<u32>,
     head: u32,
     tail: u32,
-    len: usize,
     pos: FastMap<usize, u32>,
 }
 
@@ -59,7 +58,6 @@ impl Default for Ail {
             free: Vec::new(),
             head: NIL,
             tail: NIL,
-            len: 0,
             pos: FastMap::default(),
         }
     }
@@ -78,12 +76,12 @@ impl Ail {
 
     /// Items in the AIL.
     pub fn len(&self) -> usize {
-        self.len
+        self.pos.len()
     }
 
     /// Whether the AIL is empty.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.pos.is_empty()
     }
 
     /// Unlink node `i` from the list (its slot stays allocated).
@@ -155,13 +153,13 @@ impl Ail {
     pub(crate) fn insert(&mut self, log: &Log, obj: ItemRef, abs: u64, keep_oldest: bool) {
         let id = obj.id();
         let (ty, lip) = (obj.type_name(), id as u64);
-        let new = log.lsn(abs).0;
         match self.pos.get(&id).copied() {
             Some(i) => {
                 let old = self.nodes[i as usize].abs;
                 if old >= abs || keep_oldest {
                     return;
                 }
+                let new = log.lsn(abs).0;
                 self.unlink(i);
                 let n = &mut self.nodes[i as usize];
                 n.abs = abs;
@@ -180,7 +178,7 @@ impl Ail {
                 let i = self.alloc(obj, abs);
                 self.link(i);
                 self.pos.insert(id, i);
-                self.len += 1;
+                let new = log.lsn(abs).0;
                 crate::trace::events::xfs_ail_insert(log.dev_id, lip, 0, new, ty, "IN_AIL");
             }
         }
@@ -215,7 +213,6 @@ impl Ail {
         let abs = self.nodes[i as usize].abs;
         let min = self.min_abs().unwrap_or(abs);
         self.unlink(i);
-        self.len -= 1;
         let n = &mut self.nodes[i as usize];
         if let Some(obj) = n.obj.take() {
             crate::trace::events::xfs_ail_delete(

@@ -72,8 +72,13 @@ impl ItemRef {
     pub fn id(&self) -> usize {
         match self {
             ItemRef::Buf(b) => Arc::as_ptr(b) as *const u8 as usize,
-            ItemRef::Inode(i) => Arc::as_ptr(i) as *const u8 as usize,
+            ItemRef::Inode(i) => Self::inode_id(i),
         }
+    }
+
+    /// The id inode `ip`'s item has, without making the item.
+    pub fn inode_id(ip: &Arc<Inode>) -> usize {
+        Arc::as_ptr(ip) as *const u8 as usize
     }
 
     /// XFS's item type name, for traces.
@@ -511,10 +516,13 @@ impl Log {
         self.ail.lock().len()
     }
 
-    /// Whether inode `ip`'s log item is in the AIL (it may be the item at the log's tail).
-    pub fn inode_in_ail(&self, ip: &Arc<Inode>) -> bool {
-        let id = ItemRef::Inode(Arc::clone(ip)).id();
-        self.ail.lock().contains(id)
+    /// Whether any of `inodes` has its log item in the AIL (it may be the item at the log's
+    /// tail), looked up under one hold of the AIL's lock.
+    pub fn any_inode_in_ail<'a>(&self, inodes: impl IntoIterator<Item = &'a Arc<Inode>>) -> bool {
+        let ail = self.ail.lock();
+        inodes
+            .into_iter()
+            .any(|ip| ail.contains(ItemRef::inode_id(ip)))
     }
 
     /// The sequence the next commit goes into.
