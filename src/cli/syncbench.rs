@@ -292,6 +292,8 @@ pub enum Syncbench {
 pub struct FsmarkMode {
     config: DegradeConfig,
     plot: Option<PathBuf>,
+    /// Whether `--device` was given (else the memory device is sized for the files).
+    device_given: bool,
 }
 
 /// Parse the fsmark line with fsmark's own parser (the default line when empty).
@@ -321,6 +323,27 @@ fn fsmark_config(line: &[String]) -> Result<Config, UsageError> {
     Ok(config)
 }
 
+/// Make labfs hold `files` files: an inode cache of at least `icache` inodes, and unless
+/// the user chose the device, a memory device sized for them (512-byte inodes plus directory
+/// blocks and the log; it only holds what is written, so the headroom costs nothing).
+fn fit_lab_to(
+    lab: &mut crate::backend::open::LabConfig,
+    files: u64,
+    icache: usize,
+    device_given: bool,
+) {
+    if lab.options.mount.icache_limit < icache {
+        lab.options.mount.icache_limit = icache;
+    }
+    if !device_given {
+        let bytes = files.saturating_mul(1536).max(1 << 30).next_power_of_two();
+        lab.device = DeviceSpec::Mem(MemSpec {
+            size: bytes,
+            ..MemSpec::default()
+        });
+    }
+}
+
 impl FsmarkMode {
     fn new(a: FsmarkModeArgs) -> Result<FsmarkMode, UsageError> {
         let fsmark = fsmark_config(&a.fsmark)?;
@@ -337,6 +360,7 @@ impl FsmarkMode {
                 }),
             },
             plot: a.plot,
+            device_given: a.backend.device.is_some(),
         })
     }
 
@@ -348,9 +372,7 @@ impl FsmarkMode {
                 u64::from(c.num_files) * u64::from(c.threads) * u64::from(c.iterations()) * 2
                     + self.config.preload;
             let want = usize::try_from(files * 2 + 100_000).unwrap_or(usize::MAX);
-            if lab.options.mount.icache_limit < want {
-                lab.options.mount.icache_limit = want;
-            }
+            fit_lab_to(lab, files, want, self.device_given);
         }
         config
     }
@@ -479,21 +501,12 @@ impl Sweep {
         let files = self.max_inodes();
         // Every file, its directories, and room for reclaim's slack.
         let want = files + Tree::dirs_for(files) + 1024;
-        let want = usize::try_from(want).unwrap_or(usize::MAX);
-        if lab.options.mount.icache_limit < want {
-            lab.options.mount.icache_limit = want;
-        }
-        if !self.device_given {
-            // 512-byte inodes plus directory blocks and the log; a memory device only holds
-            // what is written, so the headroom costs nothing.
-            let bytes = (files.saturating_mul(1536))
-                .max(1 << 30)
-                .next_power_of_two();
-            lab.device = DeviceSpec::Mem(MemSpec {
-                size: bytes,
-                ..MemSpec::default()
-            });
-        }
+        fit_lab_to(
+            lab,
+            files,
+            usize::try_from(want).unwrap_or(usize::MAX),
+            self.device_given,
+        );
         config
     }
 
@@ -744,5 +757,34 @@ mod tests {
             "a device the user named stays"
         );
         assert!(lab.options.mount.icache_limit >= 5_000_000);
+    }
+
+    #[test]
+    fn labfs_is_sized_for_the_preload_and_both_fsmark_runs() {
+        // 2M preloaded plus 2 x 512,000 files: on the default 1 GiB device this ran out of
+        // space while preloading.
+        let Ok(Syncbench::Fsmark(f)) = parse(&["fsmark", "--preload", "2000000"]) else {
+            panic!("the fsmark mode")
+        };
+        let BackendConfig::Lab(lab) = f.backend_config(BackendConfig::default()) else {
+            panic!("labfs")
+        };
+        let files = 2_000_000 + 2 * 512_000;
+        assert!(matches!(lab.device, DeviceSpec::Mem(m) if m.size >= files * 1536));
+        assert!(lab.options.mount.icache_limit >= files as usize);
+        let Ok(Syncbench::Fsmark(f)) =
+            parse(&["fsmark", "--preload", "2000000", "--device", "mem:2g"])
+        else {
+            panic!("the fsmark mode")
+        };
+        let given = crate::backend::open::LabConfig::new("mem:2g".parse().unwrap());
+        let BackendConfig::Lab(lab) = f.backend_config(BackendConfig::Lab(given)) else {
+            panic!("labfs")
+        };
+        assert_eq!(
+            lab.device.to_string(),
+            "mem:2g",
+            "a device the user named stays"
+        );
     }
 }
