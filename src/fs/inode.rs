@@ -64,6 +64,7 @@ pub struct ListChange {
 }
 
 impl ListChange {
+    /// Add what `other` did to this change.
     pub(crate) fn merge(&mut self, other: ListChange) {
         self.removed.extend(other.removed);
         self.added.extend(other.added);
