@@ -79,10 +79,20 @@ fn a_handle_to_a_freed_inode_is_refused_and_never_touches_the_next_owner() {
     fs.write(&file, 0, &[7u8; 10_000]).unwrap();
     fs.fsync(&file, false).unwrap();
     fs.unlink(&root, b"f").unwrap();
-    // Both inode numbers go to new owners.
+    // The inodegc worker frees them in the background; the test is about freed inodes.
+    fs.inodegc_flush().unwrap();
+    // Both inode numbers go to new owners (new directories rotate over the AGs; new files
+    // stay in the root's, where the freed numbers are).
     let mut owners = Vec::new();
     for i in 0..4 {
         owners.push(fs.mkdir(&root, format!("n{i}").as_bytes(), 0o755).unwrap());
+    }
+    for i in 0..2 {
+        owners.push(
+            fs.create(&root, format!("m{i}").as_bytes(), 0o644, true)
+                .unwrap()
+                .0,
+        );
     }
     for stale in [&dir, &file] {
         assert_eq!(fs.write(stale, 0, b"x"), Err(FsError::NotFound));

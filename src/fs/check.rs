@@ -215,6 +215,9 @@ impl SpaceMap {
 
 /// Check a whole filesystem.
 pub fn check(fs: &Fs) -> FsResult<Report> {
+    // Unlinked inodes queued for background inactivation are orphans until the worker gets
+    // to them: settle them first, as xfs_repair sees a filesystem only after unmount.
+    fs.inodegc_flush()?;
     let geo = fs.geo;
     let mut r = Report::default();
     let mut maps: Vec<SpaceMap> = (0..geo.agcount)

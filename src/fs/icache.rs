@@ -8,8 +8,14 @@
 //! The `ig` and `vnodes` stat lines are bumped here, where XFS bumps them: `ig attempts` per
 //! lookup, `found`/`missed` per outcome, `dup` when two threads read the same inode at once,
 //! `reclaims` per eviction; `vnodes active` is the number of in-core inodes (a gauge), and an
-//! eviction counts once in each of `rele`, `reclaim` and `remove` (destroy, mark reclaimable,
-//! free in XFS).
+//! eviction of a live inode counts once in each of `rele`, `reclaim` and `remove` (destroy,
+//! mark reclaimable, free in XFS).
+//!
+//! A freed inode (unlinked and inactivated, [`crate::fs::inodegc`]) stays cached, as XFS
+//! keeps a reclaimable inode: it counted `rele`, `remove` and `reclaim` when it was queued for
+//! inactivation, so its eviction counts only `ig reclaims` and the `active` gauge. A new inode
+//! given its number takes its place without an eviction (XFS recycles the in-core inode:
+//! `active` stays, the lookup is `found`).
 
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
@@ -71,6 +77,26 @@ impl std::fmt::Debug for InodeCache {
             .field("len", &self.len())
             .field("limit", &self.limit)
             .finish()
+    }
+}
+
+/// What [`InodeCache::insert`] did.
+pub enum Inserted {
+    /// The inode went into a free slot (a new in-core inode).
+    New(Arc<Inode>),
+    /// The inode took the place of a freed one cached under its number (XFS's recycling of a
+    /// reclaimable inode).
+    Recycled(Arc<Inode>),
+    /// Another thread inserted the same inode meanwhile: that one (`ig dup`).
+    Existing(Arc<Inode>),
+}
+
+impl Inserted {
+    /// The inode now cached.
+    pub fn inode(self) -> Arc<Inode> {
+        match self {
+            Inserted::New(ip) | Inserted::Recycled(ip) | Inserted::Existing(ip) => ip,
+        }
     }
 }
 
@@ -144,40 +170,40 @@ impl InodeCache {
     /// Insert a freshly read or allocated inode. If another thread inserted the same inode
     /// meanwhile, that one wins and is returned (`ig dup`).
     pub fn insert(&self, ip: Arc<Inode>, stats: &MountStats) -> Arc<Inode> {
+        self.insert_counted(ip, stats).inode()
+    }
+
+    /// [`InodeCache::insert`], saying whether the inode was new, took a freed inode's place,
+    /// or lost to another thread's.
+    pub fn insert_counted(&self, ip: Arc<Inode>, stats: &MountStats) -> Inserted {
         let mut shard = self.shard(ip.ino).lock();
         if let Some(Cached(existing)) = shard.get(&ip.ino)
             && !existing.has_flag(crate::fs::inode::iflags::FREED)
         {
             stats.inc(Stat::IgDup);
-            return Arc::clone(existing);
+            return Inserted::Existing(Arc::clone(existing));
         }
         let replaced = shard.replace(Cached(Arc::clone(&ip)));
         drop(shard);
-        match replaced {
-            // A freed inode still cached under the number: it leaves as this one arrives.
-            Some(_) => Self::count_eviction(stats),
-            None => {
-                self.count.fetch_add(1, Ordering::Relaxed);
-            }
+        if replaced.is_some() {
+            // A freed inode still cached under the number: this one is it, recycled.
+            return Inserted::Recycled(ip);
         }
+        self.count.fetch_add(1, Ordering::Relaxed);
         stats.inc(Stat::VnActive);
-        ip
+        Inserted::New(ip)
     }
 
-    /// Drop an inode that was freed (unlinked and released) from the cache.
-    pub fn remove(&self, ino: u64, stats: &MountStats) {
-        if self.shard(ino).lock().take(&ino).is_some() {
-            self.count.fetch_sub(1, Ordering::Relaxed);
-            Self::count_eviction(stats);
-        }
-    }
-
-    fn count_eviction(stats: &MountStats) {
+    /// Count the eviction of `ip` from the cache.
+    fn count_eviction(ip: &Inode, stats: &MountStats) {
         stats.dec(Stat::VnActive);
-        stats.inc(Stat::VnRele);
-        stats.inc(Stat::VnRemove);
-        stats.inc(Stat::VnReclaim);
         stats.inc(Stat::IgReclaims);
+        if !ip.has_flag(crate::fs::inode::iflags::FREED) {
+            // A freed inode counted these when it was queued for inactivation.
+            stats.inc(Stat::VnRele);
+            stats.inc(Stat::VnRemove);
+            stats.inc(Stat::VnReclaim);
+        }
     }
 
     /// In-core inodes.
@@ -202,6 +228,9 @@ impl InodeCache {
         for shard in self.shards.iter() {
             let mut map = shard.lock();
             map.retain(|Cached(ip)| {
+                if ip.has_flag(crate::fs::inode::iflags::NEED_INACTIVE) {
+                    return true;
+                }
                 if Arc::strong_count(ip) != 1 || ip.referenced.swap(false, Ordering::Relaxed) {
                     return true;
                 }
@@ -211,14 +240,12 @@ impl InodeCache {
                 let keep = core.dirty || core.ext.is_some() || core.opens > 0;
                 if !keep {
                     evicted += 1;
+                    Self::count_eviction(ip, stats);
                 }
                 keep
             });
         }
         self.count.fetch_sub(evicted, Ordering::Relaxed);
-        for _ in 0..evicted {
-            Self::count_eviction(stats);
-        }
         evicted
     }
 

@@ -232,6 +232,9 @@ pub mod iflags {
     /// written home: its whole chunk was freed (the cluster blocks are free space now), or a
     /// later owner of the number, freed too, supersedes it.
     pub const STALE: u8 = 1 << 4;
+    /// Queued for inactivation (XFS's `XFS_NEED_INACTIVE`): no links and no opens left, its
+    /// blocks and number still allocated until the inodegc worker frees them.
+    pub const NEED_INACTIVE: u8 = 1 << 5;
 }
 
 /// A cached inode.
@@ -282,9 +285,9 @@ impl Inode {
     /// Refuse an inode that has been freed, with ENOENT (call with its lock held).
     ///
     /// A handle (`Arc<Inode>`) from a lookup does not pin the inode the way an open does: an
-    /// unlink by another thread inactivates it as soon as it has no links and no opens, frees
-    /// it, and its number can go to a new inode (a new in-core inode; this one is out of the
-    /// cache). An operation through the old handle must then change nothing: mapping blocks
+    /// unlink by another thread queues it for inactivation as soon as it has no links and no
+    /// opens, the inodegc worker frees it, and its number can go to a new inode (a new
+    /// in-core inode replaces this one in the cache). An operation through the old handle must then change nothing: mapping blocks
     /// into the freed fork (which may still be a removed directory's inline fork) or logging
     /// the stale core would corrupt the filesystem or the number's next owner. Inactivation
     /// sets [`iflags::FREED`] with the inode lock held, so checking under the lock is exact.

@@ -44,7 +44,10 @@
 //! over an existing name, the last close of an unlinked file) first frees the file's blocks, a
 //! batch per roll of its transaction (`Fs::free_range`, AGF only), keeping the inode locked,
 //! then rolls (letting go of the AGFs) and frees the inode (AGI, then the AGF only if the
-//! whole chunk goes), as XFS's `xfs_inactive` truncates before `xfs_ifree`. Truncate, punch and fallocate take no AGI at all. Allocating
+//! whole chunk goes), as XFS's `xfs_inactive` truncates before `xfs_ifree`. Truncate, punch and fallocate take no AGI at all.
+//! Inactivation runs later, on the [`inodegc`] worker (or in a thread that queued past its
+//! backlog, or flushes it), holding no other lock: the queue's lock (6.) is let go first.
+//! Allocating
 //! a new inode chunk commits it and rolls the transaction holding only the AGI
 //! (`Trans::roll`, XFS's `xfs_dialloc_roll`), so the chunk's cluster buffers are not held
 //! while the rest of a create waits for an AGF.
@@ -62,7 +65,8 @@
 //! - [`btree`]: the one generic B+tree.
 //! - [`alloc`], [`ialloc`]: free space and inode allocation.
 //! - [`bmap`], [`bmbt`]: file block maps (in-core extent lists and their on-disk tree).
-//! - [`inode`], [`icache`]: in-core inodes and their cache.
+//! - [`inode`], [`icache`]: in-core inodes and their cache; [`inodegc`]: background
+//!   inactivation of unlinked inodes.
 //! - [`lockcheck`]: the lock order as a type, checked at every wait.
 //! - [`log`]: the metadata journal: CIL, iclogs, log forces, the AIL and xfsaild, records, recovery.
 //! - [`dir`]: directories (shortform, block, leaf, node).
@@ -95,6 +99,7 @@ pub mod geo;
 pub mod ialloc;
 pub mod icache;
 pub mod inode;
+pub mod inodegc;
 pub mod lockcheck;
 pub mod log;
 pub mod mkfs;

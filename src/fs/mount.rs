@@ -94,6 +94,8 @@ pub struct Fs {
     pub(crate) cached_pages: AtomicU64,
     /// Serialises cross-directory renames.
     pub(crate) rename_lock: OrderedMutex<()>,
+    /// Unlinked inodes waiting for background inactivation, and the worker that frees them.
+    pub inodegc: crate::fs::inodegc::InodeGc,
     /// Shared with `bufs`, whose failed write-homes set it.
     shutdown: Arc<ShutdownState>,
     unmounted: AtomicBool,
@@ -185,6 +187,7 @@ impl Fs {
             fs.free_orphans()?;
         }
         *fs.aild.lock() = Some(crate::fs::log::ail::spawn_aild(&fs)?);
+        crate::fs::inodegc::InodeGc::start(&fs)?;
         let weak = Arc::downgrade(&fs);
         fs.bufs.set_relief_push(Box::new(move || {
             weak.upgrade().map_or(0, |fs| fs.relieve_buffer_pressure())
@@ -259,6 +262,7 @@ impl Fs {
             dirty_data_pages: AtomicU64::new(0),
             cached_pages: AtomicU64::new(0),
             rename_lock: OrderedMutex::new(LockId::new(LockClass::RenameSerial, 0), ()),
+            inodegc: crate::fs::inodegc::InodeGc::new(),
             shutdown,
             unmounted: AtomicBool::new(false),
             fname: sb.fname,
@@ -294,8 +298,9 @@ impl Fs {
     }
 
     /// After replaying a dirty log: free every inode in use with no links left. An unlink
-    /// and the inactivation that frees the inode are separate transactions, so a crash
-    /// between them (or while the file was still open) leaves such an orphan; XFS finds
+    /// and the inactivation that frees the inode are separate transactions, the second run
+    /// later by the inodegc worker, so a crash between them (while the inode was queued, or
+    /// while the file was still open) leaves such an orphan; XFS finds
     /// them on the AGI unlinked lists, labfs (which has none) by walking the allocated
     /// inodes of every AG, which only a mount after a crash pays for.
     fn free_orphans(&self) -> FsResult<()> {
@@ -413,10 +418,9 @@ impl Fs {
     /// Add a brand-new inode to the cache, locked exclusive (its allocation transaction
     /// joins it).
     pub(crate) fn new_inode(&self, ino: u64, di: DinodeCore) -> FsResult<InodeWrite> {
-        // XFS instantiates a new inode through xfs_iget(XFS_IGET_CREATE): a cache lookup
-        // that misses.
+        // XFS instantiates a new inode through xfs_iget(XFS_IGET_CREATE): a cache lookup that
+        // misses, or finds the number's previous, freed owner still cached and recycles it.
         self.stats.inc(Stat::IgAttempts);
-        self.stats.inc(Stat::IgMissed);
         let ip = Arc::new(Inode::new(
             ino,
             InodeCore {
@@ -431,7 +435,16 @@ impl Fs {
         let Some(w) = InodeWrite::try_lock(Arc::clone(&ip)) else {
             return Err(FsError::Invalid("a new inode object was already locked"));
         };
-        let cached = self.icache.insert(ip, &self.stats);
+        let cached = match self.icache.insert_counted(ip, &self.stats) {
+            crate::fs::icache::Inserted::Recycled(ip) => {
+                self.stats.inc(Stat::IgFound);
+                ip
+            }
+            inserted => {
+                self.stats.inc(Stat::IgMissed);
+                inserted.inode()
+            }
+        };
         if !Arc::ptr_eq(&cached, w.inode()) {
             return Err(FsError::Corrupt {
                 kind: BlockKind::Inode,
@@ -495,10 +508,17 @@ impl Fs {
         total
     }
 
-    /// Make all metadata durable: force the log (metadata then stays in the log until the
-    /// AIL writes it home).
+    /// Make all metadata durable: finish the queued inactivations, force the log (metadata
+    /// then stays in the log until the AIL writes it home).
+    ///
+    /// The kernel's `xfs_fs_sync_fs` does not flush inodegc (only a freeze stops it), but its
+    /// worker runs a jiffy after an unlink, so a sync there finds the queue empty unless an
+    /// unlink raced with it; labfs flushes, so what a sync leaves is the same state every
+    /// time: no orphans for a crash to leave behind, free space and the counters (what the
+    /// fidelity fixtures, read after syncfs, compare) after every unlink before it.
     pub fn sync_metadata(&self) -> FsResult<()> {
         self.check_live()?;
+        self.inodegc_flush()?;
         self.log.force_all("xfs_fs_sync_fs")
     }
 
@@ -515,6 +535,9 @@ impl Fs {
     /// empty, flush, write an unmount record (unmount, freeze, the end of mkfs).
     pub fn quiesce(&self) -> FsResult<()> {
         self.check_live()?;
+        // Nothing may be left queued: a clean log with an orphan on disk would keep it for
+        // ever (only a mount after a crash looks for them).
+        self.inodegc_flush()?;
         self.log.force_all("xfs_log_quiesce")?;
         self.ail_push_all_sync()?;
         self.bufs.dev().flush().map_err(|source| {
@@ -563,6 +586,7 @@ impl Fs {
         }
         tp.commit()?;
         let r = self.quiesce();
+        self.inodegc.stop();
         self.stop_aild();
         r?;
         self.bufs.purge_clean();

@@ -247,8 +247,21 @@ impl Fs {
         self.create_as(dir, name, mode, exclusive, Owner::default())
     }
 
-    /// [`Fs::create`] on behalf of `owner`.
+    /// [`Fs::create`] on behalf of `owner`. Out of space or inodes, it finishes the pending
+    /// inactivations and tries once more ([`Fs::retry_after_inodegc`]).
     pub fn create_as(
+        &self,
+        dir: &Arc<Inode>,
+        name: &[u8],
+        mode: u32,
+        exclusive: bool,
+        owner: Owner,
+    ) -> FsResult<(Arc<Inode>, bool)> {
+        self.retry_after_inodegc(|| self.create_once(dir, name, mode, exclusive, owner))
+    }
+
+    /// One try of [`Fs::create_as`].
+    fn create_once(
         &self,
         dir: &Arc<Inode>,
         name: &[u8],
@@ -295,8 +308,20 @@ impl Fs {
         self.mkdir_as(dir, name, mode, Owner::default())
     }
 
-    /// [`Fs::mkdir`] on behalf of `owner`.
+    /// [`Fs::mkdir`] on behalf of `owner` (retried once after the pending inactivations when
+    /// out of space or inodes, as [`Fs::create_as`]).
     pub fn mkdir_as(
+        &self,
+        dir: &Arc<Inode>,
+        name: &[u8],
+        mode: u32,
+        owner: Owner,
+    ) -> FsResult<Arc<Inode>> {
+        self.retry_after_inodegc(|| self.mkdir_once(dir, name, mode, owner))
+    }
+
+    /// One try of [`Fs::mkdir_as`].
+    fn mkdir_once(
         &self,
         dir: &Arc<Inode>,
         name: &[u8],
@@ -471,7 +496,7 @@ impl Fs {
             let free_now = Self::drop_link(&mut tp, dp, ip);
             self.commit_names(tp, &[(dir.ino, name)])?;
             if free_now {
-                self.inactivate(&child)?;
+                self.queue_inactive(child)?;
             }
             return Ok(());
         }
@@ -652,8 +677,8 @@ impl Fs {
             Self::touch_dir(&mut tp, ddp);
             let free_dst = dp.is_some_and(|dp| Self::unreferenced(&tp, dp));
             self.commit_names(tp, &[(sdir.ino, sname), (ddir.ino, dname)])?;
-            if free_dst && let Some(d) = &dst {
-                self.inactivate(d)?;
+            if free_dst && let Some(d) = dst {
+                self.queue_inactive(d)?;
             }
             return Ok(());
         }
@@ -671,7 +696,9 @@ impl Fs {
         Ok(entries)
     }
 
-    /// Free an inode with no links left and no open files: its blocks, then the inode.
+    /// Free an inode with no links left and no open files: its blocks, then the inode. The
+    /// inodegc worker calls this for the inodes unlinks queue ([`crate::fs::inodegc`]), and
+    /// mount for the orphans a crash left.
     ///
     /// One transaction, its log space reserved before the inode is locked (XFS's
     /// `xfs_inactive_truncate` and `xfs_inactive_ifree` each call `xfs_trans_alloc` before
@@ -685,6 +712,9 @@ impl Fs {
     pub(crate) fn inactivate(&self, ip: &Arc<Inode>) -> FsResult<()> {
         let mut tp = Trans::new(self, Resv::Remove);
         let id = tp.lock_inode(Arc::clone(ip));
+        // Off the queue from here: if an open through a handle revived it meanwhile, its last
+        // close queues it again.
+        ip.clear_flag(iflags::NEED_INACTIVE);
         let ic = tp.ic(id);
         if ic.di.nlink != 0 || ic.opens != 0 || ip.has_flag(iflags::FREED) {
             return Ok(());
@@ -710,10 +740,10 @@ impl Fs {
             ic.fork = crate::fs::inode::DataFork::default();
         }
         tp.log_inode(id);
-        // Out of the cache before the AGI is released at commit: from then on the inode number
-        // can be allocated again, and a new inode must not find this one cached.
+        // Freed before the AGI is released at commit: from then on the inode number can be
+        // allocated again, and a new inode takes this one's place in the cache (it stays
+        // there until then, or until reclaim, as XFS keeps a reclaimable inode).
         ip.set_flag(iflags::FREED);
-        self.icache.remove(ip.ino, &self.stats);
         if !ip.has_flag(iflags::STALE)
             && let Some(older) = self.freed_pending.lock().insert(ip.ino, Arc::clone(ip))
         {
@@ -736,14 +766,30 @@ impl Fs {
             w.opens = w.opens.saturating_sub(1);
             w.opens == 0 && w.di.nlink == 0
         };
-        if free { self.inactivate(ip) } else { Ok(()) }
+        if free {
+            self.queue_inactive(Arc::clone(ip))
+        } else {
+            Ok(())
+        }
     }
 }
 
 impl Fs {
     /// symlink(2): a new symbolic link `name` in `dir` whose target is `target`, made by
     /// `owner`. The target is stored inline or in a remote block ([`crate::fs::symlink`]).
+    /// Retried once after the pending inactivations when out of space or inodes.
     pub fn symlink(
+        &self,
+        dir: &Arc<Inode>,
+        name: &[u8],
+        target: &[u8],
+        owner: Owner,
+    ) -> FsResult<Arc<Inode>> {
+        self.retry_after_inodegc(|| self.symlink_once(dir, name, target, owner))
+    }
+
+    /// One try of [`Fs::symlink`].
+    fn symlink_once(
         &self,
         dir: &Arc<Inode>,
         name: &[u8],

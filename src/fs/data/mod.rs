@@ -121,10 +121,17 @@ impl Fs {
         }
     }
 
-    /// write(2)/pwrite(2) of `data` at `off`. Returns bytes written.
+    /// write(2)/pwrite(2) of `data` at `off`. Returns bytes written. Out of space, it
+    /// finishes the pending inactivations and tries once more (`Fs::retry_after_inodegc`;
+    /// writing the same bytes again is harmless).
     pub fn write(&self, ip: &Arc<Inode>, off: u64, data: &[u8]) -> FsResult<usize> {
         self.check_live()?;
         self.stats.inc(Stat::WriteCalls);
+        self.retry_after_inodegc(|| self.write_once(ip, off, data))
+    }
+
+    /// One try of [`Fs::write`].
+    fn write_once(&self, ip: &Arc<Inode>, off: u64, data: &[u8]) -> FsResult<usize> {
         let end = off
             .checked_add(data.len() as u64)
             .filter(|&e| e <= MAX_FILE_SIZE)

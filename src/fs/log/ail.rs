@@ -513,7 +513,7 @@ impl Fs {
 /// foreground `labfs mount`) blocks them before it spawns its own threads, but the mount's
 /// xfsaild exists by then, and a signal delivered to it would take the default action and
 /// kill the process with the log unwritten.
-fn with_process_signals_blocked<T>(spawn: impl FnOnce() -> T) -> T {
+pub(crate) fn with_process_signals_blocked<T>(spawn: impl FnOnce() -> T) -> T {
     use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
     let mut set = SigSet::empty();
     for s in [

@@ -158,6 +158,10 @@ impl Recorder {
         }
         let first_point = fault.flush_count();
         let lab = LabTarget::new(dev, options, Format::Never).map_err(HarnessError::Mount)?;
+        // A replay must make the same device writes: the inodegc worker would inactivate
+        // whenever it gets the CPU. Held, the queue runs at fixed points (the throttle, sync,
+        // unmount), and a crash between them leaves orphans for recovery to free.
+        lab.fs().inodegc.hold_worker(true);
         let model = Actual::read(lab.fs())?.to_model();
         Ok(Recorder {
             lab,

@@ -501,6 +501,10 @@ fn measure_on(
     };
     let shared: Arc<dyn Target> = Arc::clone(lab) as Arc<dyn Target>;
     let target: &dyn Target = lab.as_ref();
+    // The inodegc worker inactivates unlinked inodes whenever it gets the CPU, so which
+    // checkpoint their frees land in, and so the log records checksummed, would vary from run
+    // to run. Held, the queue runs at the same points in both runs (the throttle, quiesce).
+    lab.fs().inodegc.hold_worker(true);
     workload.prepare(target)?;
     let quiesce = |when| {
         lab.fs().quiesce().map_err(|e| CsumError::Quiesce {
