@@ -25,7 +25,7 @@
 //!   (XFS's `xfs_blockgc_free_space` flushes inodegc before giving up with ENOSPC).
 //!
 //! Locks: the queue's mutex is a list lock (the last rank) and is never held while an inode is
-//! inactivated; inactivation itself ([`Fs::inactivate`]) reserves log space before it locks
+//! inactivated; inactivation itself (`Fs::inactivate`) reserves log space before it locks
 //! the inode, so the worker, a throttled unlink and a flush all run it holding nothing.
 
 use std::sync::Arc;
@@ -107,7 +107,7 @@ impl Default for InodeGc {
 }
 
 impl InodeGc {
-    /// An empty queue with no worker yet ([`InodeGc::start`]).
+    /// An empty queue with no worker yet (mount starts it).
     pub fn new() -> InodeGc {
         InodeGc {
             shared: Arc::new(Shared {

@@ -248,7 +248,7 @@ impl Fs {
     }
 
     /// [`Fs::create`] on behalf of `owner`. Out of space or inodes, it finishes the pending
-    /// inactivations and tries once more ([`Fs::retry_after_inodegc`]).
+    /// inactivations and tries once more (`Fs::retry_after_inodegc`).
     pub fn create_as(
         &self,
         dir: &Arc<Inode>,
