@@ -101,6 +101,7 @@ pub mod mkfs;
 pub mod mount;
 pub mod namei;
 pub mod options;
+pub mod pagecache;
 pub mod shutdown;
 pub mod stats;
 pub mod symlink;

@@ -16,7 +16,6 @@
 //!   (part 1) that means writing every dirty inode and buffer home and flushing the device;
 //!   part 2 replaces it with a log force up to the inode's last commit.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -27,6 +26,7 @@ use crate::fs::error::{FsError, FsResult, IoOp};
 use crate::fs::format::{BB_PER_BLOCK, BLOCK_SHIFT, BLOCK_SIZE};
 use crate::fs::inode::{DELALLOC, Extent, Inode, InodeRead, InodeWrite, iflags};
 use crate::fs::options::SyncWait;
+use crate::fs::pagecache::{FileCache, Page};
 use crate::fs::stats::{Stat, Stat64};
 use crate::fs::trans::{InodeId, Resv, Trans};
 use crate::fs::vfs::FallocMode;
@@ -37,33 +37,6 @@ pub const MAX_FILE_SIZE: u64 = 1 << 43;
 /// Extents unmapped per transaction by [`Fs::free_range`]: enough to keep a large truncate
 /// from taking thousands of transactions, few enough to bound what one of them changes.
 const FREE_BATCH_EXTENTS: usize = 16;
-
-/// One cached page of file data (one filesystem block).
-#[derive(Debug)]
-pub struct Page {
-    /// The bytes.
-    pub bytes: Box<[u8; BLOCK_SIZE]>,
-    /// Changed since last written to its disk block.
-    pub dirty: bool,
-}
-
-impl Page {
-    fn zeroed() -> Page {
-        Page {
-            bytes: Box::new([0u8; BLOCK_SIZE]),
-            dirty: false,
-        }
-    }
-}
-
-/// A file's cached data: pages by file block number.
-#[derive(Debug, Default)]
-pub struct FileCache {
-    /// Cached pages.
-    pub pages: BTreeMap<u64, Page>,
-    /// Pages with `dirty` set.
-    pub dirty_pages: usize,
-}
 
 /// Drop a file's cached pages (the file is being freed), settling the mount's counters.
 pub(crate) fn drop_cache(fs: &Fs, cache: &FileCache) {
