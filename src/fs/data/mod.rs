@@ -28,7 +28,7 @@ use crate::fs::inode::{DELALLOC, Extent, Inode, InodeRead, InodeWrite, iflags};
 use crate::fs::options::SyncWait;
 use crate::fs::pagecache::{FileCache, Page};
 use crate::fs::stats::{Stat, Stat64};
-use crate::fs::trans::{InodeId, Resv, Trans};
+use crate::fs::trans::{CHANGE_BLOCKS, InodeId, Resv, Trans};
 use crate::fs::vfs::FallocMode;
 
 /// Largest file labfs allows (2^43 bytes, well inside the 54-bit block offsets).
@@ -648,7 +648,7 @@ impl Fs {
             if tp.is_dirty() {
                 tp.roll(&mut [])?;
             }
-            tp.reserve_or_dip_up_to(crate::fs::namei::CHANGE_BLOCKS);
+            tp.reserve_or_dip_up_to(CHANGE_BLOCKS);
             bmap::free_blocks(tp, id, start, to - start)?;
         }
     }
@@ -728,7 +728,7 @@ impl Fs {
                     if tp.is_dirty() {
                         tp.roll(&mut [])?;
                     }
-                    tp.reserve(u64::from(count) + crate::fs::namei::CHANGE_BLOCKS)?;
+                    tp.reserve(u64::from(count) + CHANGE_BLOCKS)?;
                     // alloc_blocks fails before changing anything when no space.
                     let v = bmap::alloc_blocks(&mut tp, id, b, count, true)?;
                     b += v.iter().map(|e| u64::from(e.blockcount)).sum::<u64>();
