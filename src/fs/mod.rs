@@ -76,6 +76,7 @@
 //!   above share.
 
 pub mod admin;
+pub mod aild;
 pub mod alloc;
 pub mod bmap;
 pub mod bmbt;

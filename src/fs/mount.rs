@@ -81,7 +81,7 @@ pub struct Fs {
     /// xfsaild should stop (unmount).
     pub(crate) aild_stop: AtomicBool,
     /// Freed inodes whose free image is not yet home, by number: a new owner of the number
-    /// is not written home before it (see `log::ail`).
+    /// is not written home before it (see `fs::aild`).
     pub(crate) freed_pending: OrderedMutex<FastMap<u64, Arc<Inode>>>,
     aild: OrderedMutex<Option<std::thread::JoinHandle<()>>>,
     /// Inodes with dirty data pages.
@@ -184,7 +184,7 @@ impl Fs {
         if !r.clean {
             fs.free_orphans()?;
         }
-        *fs.aild.lock() = Some(crate::fs::log::ail::spawn_aild(&fs)?);
+        *fs.aild.lock() = Some(crate::fs::aild::spawn_aild(&fs)?);
         let weak = Arc::downgrade(&fs);
         fs.bufs.set_relief_push(Box::new(move || {
             weak.upgrade().map_or(0, |fs| fs.relieve_buffer_pressure())
