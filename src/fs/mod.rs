@@ -85,6 +85,7 @@ pub mod buf;
 pub mod bufclock;
 pub mod check;
 pub mod cksum;
+pub mod core;
 pub mod data;
 pub mod dcache;
 pub mod dev;
@@ -112,7 +113,7 @@ pub mod trans;
 pub mod treestore;
 pub mod vfs;
 
-pub use mount::Fs;
+pub use self::core::Fs;
 
 /// Now, in nanoseconds since the epoch (inode timestamps).
 pub fn now_ns() -> i64 {
