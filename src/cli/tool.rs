@@ -440,7 +440,14 @@ pub fn execute<C: Command>(args: C::Args, argv: Vec<String>) -> Ended<C::UsageEr
                 Err(e) => ended.errors.push(ToolError::Run(e)),
             }
             // Statistics and traces cover the run, dumped before the unmount, as a user
-            // reads /proc/fs/xfs/stat right after the benchmark.
+            // reads /proc/fs/xfs/stat right after the benchmark. The unlinks' inactivations
+            // finish first: on the host fslab syncs and waits for the kernel's inodegc to
+            // settle before its reading, and labfs's queue is flushed to the same point.
+            if let OpenedBackend::Lab(lab) = &backend
+                && let Err(e) = lab.fs().inodegc_flush()
+            {
+                ended.errors.push(ToolError::Unmount(e.into()));
+            }
             if let Err(e) = observer.finish() {
                 ended.errors.push(ToolError::Observe(e));
             }
