@@ -39,9 +39,10 @@ use crate::fs::error::FsResult;
 use crate::fs::format::ag::SB_SECTOR;
 use crate::fs::format::dinode;
 use crate::fs::format::sb::Superblock;
-use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr, INODE_SIZE, INODES_PER_CHUNK};
+use crate::fs::format::{
+    BBSIZE, BLOCK_SIZE, BlockKind, CHUNK_BLOCKS, Daddr, INODE_SIZE, INODES_PER_CHUNK,
+};
 use crate::fs::geo::Geometry;
-use crate::fs::ialloc::CHUNK_BLOCKS;
 use crate::fs::inode::{DataFork, InodeRead};
 use crate::fs::trans::Trans;
 use crate::fs::vfs::FileKind;

@@ -27,9 +27,10 @@
 //! initialised regions only; logging all of it made every relog of a directory's newest
 //! data and free-index blocks a full 4 KiB.
 
-use crate::fs::format::dinode::CORE_SIZE;
+use crate::fs::cksum::Cksum;
+use crate::fs::format::dinode::{self, CORE_SIZE, DinodeCore};
 use crate::fs::format::endian::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
-use crate::fs::format::{BlockKind, INODE_SIZE};
+use crate::fs::format::{BlockKind, INODE_SIZE, INODES_PER_BLOCK};
 
 /// Bytes of one op header.
 pub const OP_HEADER_LEN: usize = 12;
@@ -264,6 +265,22 @@ pub struct Icreate {
     pub length: u32,
     /// The seed each inode's generation number is made from.
     pub seed: u32,
+}
+
+/// Fill a new chunk's zeroed cluster block whose first inode is `first` with free inodes,
+/// each with its CRC; generation numbers come from the chunk's `seed`. The one definition
+/// of a new cluster's bytes: chunk allocation and log recovery (icreate items) both use it.
+pub(crate) fn init_cluster(block: &mut [u8], first: u64, seed: u32, uuid: &[u8; 16], cksum: Cksum) {
+    for slot in 0..INODES_PER_BLOCK as usize {
+        let ino = first + slot as u64;
+        let raw = &mut block[slot * INODE_SIZE..(slot + 1) * INODE_SIZE];
+        let core = DinodeCore {
+            generation: (ino as u32).wrapping_mul(2_654_435_761) ^ seed,
+            ..DinodeCore::default()
+        };
+        dinode::encode_core(raw, ino, &core, uuid);
+        cksum.update(BlockKind::Inode, raw);
+    }
 }
 
 fn kind_index(kind: BlockKind) -> u8 {
