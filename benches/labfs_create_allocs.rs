@@ -85,9 +85,8 @@ fn main() {
     let mut in_creates = [0u64; 3];
     let mut in_syncs = [0u64; 3];
     let add = |sum: &mut [u64; 3], before: [u64; 3]| {
-        let now = counts();
-        for k in 0..3 {
-            sum[k] += now[k] - before[k];
+        for ((s, now), was) in sum.iter_mut().zip(counts()).zip(before) {
+            *s += now - was;
         }
     };
     let start = counts();
