@@ -7,7 +7,8 @@
 //! lock order, because a new chunk needs blocks.
 //!
 //! A new chunk is 8 aligned blocks, written at once with 64 free inodes (magic, number, UUID,
-//! CRC), so every inode slot on disk always verifies. Freeing the last used inode of a chunk
+//! CRC) through its two 16 KiB inode cluster buffers ([`crate::fs::geo::INODE_CLUSTER_SIZE`]),
+//! so every inode slot on disk always verifies. Freeing the last used inode of a chunk
 //! frees the chunk (XFS's default, `ikeep` off).
 //!
 //! The searches are XFS's, lookup for lookup (they decide the `ibt2`/`fibt2` counts): a new
@@ -25,15 +26,13 @@ use crate::fs::cksum::Cksum;
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::ag::{AGI_SECTOR, Agi, NULL_AGBLOCK};
 use crate::fs::format::dinode::{self, DinodeCore};
-use crate::fs::format::{
-    BBSIZE, BLOCK_SIZE, BlockKind, Daddr, INODE_SIZE, INODES_PER_BLOCK, INODES_PER_CHUNK,
+use crate::fs::format::{BBSIZE, BlockKind, Daddr, INODE_SIZE, INODES_PER_CHUNK};
+pub use crate::fs::geo::CHUNK_BLOCKS;
+use crate::fs::geo::{
+    BLOCKS_PER_CLUSTER, CLUSTERS_PER_CHUNK, Geometry, INODE_CLUSTER_SIZE, INODES_PER_CLUSTER,
 };
-use crate::fs::geo::Geometry;
 use crate::fs::trans::Trans;
 use crate::fs::treestore::{TreeSpace, TreeStore, run_cursor};
-
-/// Blocks in one inode chunk.
-pub const CHUNK_BLOCKS: u32 = (INODES_PER_CHUNK / INODES_PER_BLOCK) as u32;
 
 /// The AGI of one AG, held by a transaction.
 struct AgiHandle {
@@ -152,7 +151,7 @@ where
     result
 }
 
-/// Write 64 free inodes into a new chunk's 8 blocks. The log carries an icreate item for
+/// Write 64 free inodes into a new chunk's cluster buffers. The log carries an icreate item for
 /// them, not their bytes (XFS's ordered buffers): recovery rebuilds the blocks from it.
 fn init_chunk(tp: &mut Trans, agno: u32, agbno: u32) -> FsResult<()> {
     let fs = tp.fs();
@@ -160,10 +159,11 @@ fn init_chunk(tp: &mut Trans, agno: u32, agbno: u32) -> FsResult<()> {
     let uuid = fs.uuid;
     let cksum = fs.bufs.cksum();
     let seed = generation_seed();
-    let mut ids = Vec::with_capacity(CHUNK_BLOCKS as usize);
-    for b in 0..CHUNK_BLOCKS {
-        let id = tp.new_buf(geo.ag_daddr(agno, agbno + b), BlockKind::Inode, BLOCK_SIZE)?;
-        let first = geo.ino(agno, Geometry::agbno_agino(agbno + b));
+    let mut ids = Vec::with_capacity(CLUSTERS_PER_CHUNK as usize);
+    for c in 0..CLUSTERS_PER_CHUNK {
+        let at = agbno + c * BLOCKS_PER_CLUSTER;
+        let id = tp.new_buf(geo.ag_daddr(agno, at), BlockKind::Inode, INODE_CLUSTER_SIZE)?;
+        let first = geo.ino(agno, Geometry::agbno_agino(at));
         init_cluster(tp.buf_mut(id), first, seed, &uuid, cksum);
         ids.push(id);
     }
@@ -171,11 +171,12 @@ fn init_chunk(tp: &mut Trans, agno: u32, agbno: u32) -> FsResult<()> {
     Ok(())
 }
 
-/// Fill a new chunk's zeroed cluster block whose first inode is `first` with free inodes,
+/// Fill a new chunk's zeroed cluster buffer whose first inode is `first` with free inodes,
 /// each with its CRC; generation numbers come from the chunk's `seed`. The one definition
 /// of a new cluster's bytes: chunk allocation and log recovery (icreate items) both use it.
 pub(crate) fn init_cluster(block: &mut [u8], first: u64, seed: u32, uuid: &[u8; 16], cksum: Cksum) {
-    for slot in 0..INODES_PER_BLOCK as usize {
+    debug_assert_eq!(block.len(), INODE_CLUSTER_SIZE);
+    for slot in 0..INODES_PER_CLUSTER as usize {
         let ino = first + slot as u64;
         let raw = &mut block[slot * INODE_SIZE..(slot + 1) * INODE_SIZE];
         let core = DinodeCore {
@@ -543,8 +544,9 @@ pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<Option<DinodeCore>> {
                 }
             }
         }
-        for b in 0..CHUNK_BLOCKS {
-            let id = tp.new_buf(geo.ag_daddr(agno, agbno + b), BlockKind::Inode, BLOCK_SIZE)?;
+        for c in 0..CLUSTERS_PER_CHUNK {
+            let at = agbno + c * BLOCKS_PER_CLUSTER;
+            let id = tp.new_buf(geo.ag_daddr(agno, at), BlockKind::Inode, INODE_CLUSTER_SIZE)?;
             tp.inval_buf(id);
         }
         return Ok(None);
@@ -562,7 +564,7 @@ pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<Option<DinodeCore>> {
     // only changed in memory here (so lookups and fsck see the slot free at once) and pinned
     // until that item is stable, so it cannot go home first.
     let (daddr, off) = geo.ino_location(ino);
-    let id = tp.read_buf(daddr, BlockKind::Inode, BLOCK_SIZE)?;
+    let id = tp.read_buf(daddr, BlockKind::Inode, INODE_CLUSTER_SIZE)?;
     let uuid = tp.fs().uuid;
     let cksum = tp.fs().bufs.cksum();
     let raw = &mut tp.buf_mut(id)[off..off + INODE_SIZE];
