@@ -46,9 +46,8 @@ pub const fn inode_cluster_size(block_size: usize, inode_size: usize, chunk_alig
     }
 }
 
-/// Blocks in one inode chunk, to which chunks are aligned (XFS's `sb_inoalignmt` with
-/// mkfs's default alignment is the cluster; labfs aligns chunks to their own size, which
-/// is a multiple of it).
+/// Blocks in one inode chunk, to which chunks are aligned (as mkfs.xfs aligns them on a
+/// filesystem with sparse inodes: `sb_inoalignmt` is a chunk, 8 blocks here).
 pub const CHUNK_BLOCKS: u32 = (INODES_PER_CHUNK / INODES_PER_BLOCK) as u32;
 /// Bytes of an inode cluster buffer: the unit inodes are read and written home in.
 pub const INODE_CLUSTER_SIZE: usize =

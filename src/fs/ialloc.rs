@@ -693,6 +693,50 @@ mod tests {
     }
 
     #[test]
+    fn a_new_chunk_is_two_16k_cluster_buffers_and_its_inodes_are_read_32_at_a_time() {
+        use crate::fs::buf::GetMode;
+        use crate::fs::stats::Stat;
+        let fs = mem_fs(64 << 20);
+        let root = fs.geo.ino(0, 0);
+        let stat = |s: Stat| fs.stats.mount().snapshot().get(s);
+        let chunk_of = |ino: u64| fs.geo.ino_agino(ino) / INODES_PER_CHUNK as u32;
+        // Allocate until an allocation makes a new chunk; count the buffers it creates.
+        let (ino, made) = loop {
+            let before = stat(Stat::BufCreate);
+            let ino = alloc(&fs, root);
+            let made = stat(Stat::BufCreate) - before;
+            if ino != root && chunk_of(ino) != chunk_of(root) {
+                break (ino, made);
+            }
+        };
+        // XFS's two 16 KiB clusters, not eight 4 KiB blocks (the trees had room: no block).
+        assert_eq!(made, CLUSTERS_PER_CHUNK);
+        for c in 0..CLUSTERS_PER_CHUNK {
+            let first = fs
+                .geo
+                .ino(0, chunk_of(ino) * 64 + c * INODES_PER_CLUSTER as u32);
+            let (daddr, off) = fs.geo.ino_location(first);
+            assert_eq!(off, 0);
+            let g = fs
+                .bufs
+                .get(daddr, BlockKind::Inode, INODE_CLUSTER_SIZE, GetMode::Read)
+                .expect("the cluster is cached at its size");
+            assert_eq!(g.bytes().len(), 16384);
+        }
+        // Written home and dropped from the cache, the chunk's 64 inodes are read with two
+        // device reads, one per cluster.
+        fs.quiesce().expect("quiesce");
+        fs.bufs.purge_clean();
+        let reads = stat(Stat::BufGetRead);
+        for i in 0..INODES_PER_CHUNK as u32 {
+            let n = fs.geo.ino(0, chunk_of(ino) * 64 + i);
+            // Free slots are read and found free (NotFound); the one in use is cached.
+            let _ = fs.iget(n);
+        }
+        assert_eq!(stat(Stat::BufGetRead) - reads, CLUSTERS_PER_CHUNK);
+    }
+
+    #[test]
     fn a_new_inode_comes_from_the_free_chunk_nearest_its_parent() {
         let fs = mem_fs(64 << 20);
         let root = fs.geo.ino(0, 0);
