@@ -51,6 +51,7 @@ use std::str::FromStr;
 
 use std::sync::LazyLock;
 
+use crate::fs::error::CrcMismatch;
 use crate::fs::format::BlockKind;
 use crate::fs::format::endian::{get_crc, put_crc};
 
@@ -528,15 +529,6 @@ fn crc_fast_path(cpu: &CpuFeatures) -> (String, Option<String>) {
             Some("no vector CRC code for this architecture".into()),
         ),
     }
-}
-
-/// A CRC that did not verify: what the contents give and what the block says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CrcMismatch {
-    /// CRC computed over the contents.
-    pub expected: u32,
-    /// CRC stored in the structure.
-    pub found: u32,
 }
 
 /// A mount's checksum configuration: the one entry point for every metadata CRC.

@@ -10,7 +10,6 @@ use std::fmt;
 use nix::errno::Errno;
 use thiserror::Error;
 
-use crate::fs::cksum::CrcMismatch;
 use crate::fs::dev::DevError;
 use crate::fs::dev::signature::NotBlank;
 use crate::fs::format::BlockKind;
@@ -153,6 +152,15 @@ impl fmt::Display for IoOp {
             IoOp::WriteReplayed => f.write_str("writing a block replayed from the log"),
         }
     }
+}
+
+/// A CRC that did not verify: what the contents give and what the block says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CrcMismatch {
+    /// CRC computed over the contents.
+    pub expected: u32,
+    /// CRC stored in the structure.
+    pub found: u32,
 }
 
 /// Why a device does not hold a labfs filesystem labfs can mount.

@@ -16,7 +16,7 @@
 
 use crate::fs::format::sb::Superblock;
 use crate::fs::format::{
-    BB_PER_BLOCK, BLOCK_SIZE, Daddr, INODE_SIZE, INODES_PER_BLOCK, INODES_PER_CHUNK,
+    BB_PER_BLOCK, BLOCK_SIZE, CHUNK_BLOCKS, Daddr, INODE_SIZE, INODES_PER_BLOCK,
 };
 
 /// log2 of inodes per block.
@@ -46,10 +46,9 @@ pub const fn inode_cluster_size(block_size: usize, inode_size: usize, chunk_alig
     }
 }
 
-/// Blocks in one inode chunk, to which chunks are aligned (as mkfs.xfs aligns them on a
-/// filesystem with sparse inodes: `sb_inoalignmt` is a chunk, 8 blocks here).
-pub const CHUNK_BLOCKS: u32 = (INODES_PER_CHUNK / INODES_PER_BLOCK) as u32;
-/// Bytes of an inode cluster buffer: the unit inodes are read and written home in.
+/// Bytes of an inode cluster buffer: the unit inodes are read and written home in. Chunks
+/// are aligned to their own size ([`CHUNK_BLOCKS`]), as mkfs.xfs aligns them on a
+/// filesystem with sparse inodes (`sb_inoalignmt` is a chunk, 8 blocks here).
 pub const INODE_CLUSTER_SIZE: usize =
     inode_cluster_size(BLOCK_SIZE, INODE_SIZE, CHUNK_BLOCKS as usize);
 /// Blocks in an inode cluster.

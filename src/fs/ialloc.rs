@@ -22,15 +22,12 @@ use crate::fs::alloc::{AllocReq, AllocTarget, alloc_extent, free_extent};
 use crate::fs::btree::kinds::{FinoSpec, InoRec, InoSpec};
 use crate::fs::btree::store::BufId;
 use crate::fs::btree::{BtreeSpec, Cursor, LookupMode, Root};
-use crate::fs::cksum::Cksum;
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::ag::{AGI_SECTOR, Agi, NULL_AGBLOCK};
 use crate::fs::format::dinode::{self, DinodeCore};
-use crate::fs::format::{BBSIZE, BlockKind, Daddr, INODE_SIZE, INODES_PER_CHUNK};
-pub use crate::fs::geo::CHUNK_BLOCKS;
-use crate::fs::geo::{
-    BLOCKS_PER_CLUSTER, CLUSTERS_PER_CHUNK, Geometry, INODE_CLUSTER_SIZE, INODES_PER_CLUSTER,
-};
+use crate::fs::format::{BBSIZE, BlockKind, CHUNK_BLOCKS, Daddr, INODE_SIZE, INODES_PER_CHUNK};
+use crate::fs::geo::{BLOCKS_PER_CLUSTER, CLUSTERS_PER_CHUNK, Geometry, INODE_CLUSTER_SIZE};
+use crate::fs::log::item::init_cluster;
 use crate::fs::trans::Trans;
 use crate::fs::treestore::{TreeSpace, TreeStore, run_cursor};
 
@@ -169,23 +166,6 @@ fn init_chunk(tp: &mut Trans, agno: u32, agbno: u32) -> FsResult<()> {
     }
     tp.log_icreate(agno, agbno, seed, &ids);
     Ok(())
-}
-
-/// Fill a new chunk's zeroed cluster buffer whose first inode is `first` with free inodes,
-/// each with its CRC; generation numbers come from the chunk's `seed`. The one definition
-/// of a new cluster's bytes: chunk allocation and log recovery (icreate items) both use it.
-pub(crate) fn init_cluster(block: &mut [u8], first: u64, seed: u32, uuid: &[u8; 16], cksum: Cksum) {
-    debug_assert_eq!(block.len(), INODE_CLUSTER_SIZE);
-    for slot in 0..INODES_PER_CLUSTER as usize {
-        let ino = first + slot as u64;
-        let raw = &mut block[slot * INODE_SIZE..(slot + 1) * INODE_SIZE];
-        let core = DinodeCore {
-            generation: (ino as u32).wrapping_mul(2_654_435_761) ^ seed,
-            ..DinodeCore::default()
-        };
-        dinode::encode_core(raw, ino, &core, uuid);
-        cksum.update(BlockKind::Inode, raw);
-    }
 }
 
 /// A new chunk's generation seed (varies with chunk reuse; each inode mixes in its number).
@@ -695,6 +675,7 @@ mod tests {
     #[test]
     fn a_new_chunk_is_two_16k_cluster_buffers_and_its_inodes_are_read_32_at_a_time() {
         use crate::fs::buf::GetMode;
+        use crate::fs::geo::INODES_PER_CLUSTER;
         use crate::fs::stats::Stat;
         let fs = mem_fs(64 << 20);
         let root = fs.geo.ino(0, 0);

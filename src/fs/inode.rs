@@ -136,7 +136,7 @@ impl DataFork {
 }
 
 /// Per-file state that exists only while a file has cached data: its page cache.
-pub type InodeExt = crate::fs::data::FileCache;
+pub type InodeExt = crate::fs::pagecache::FileCache;
 
 /// Everything protected by the inode lock.
 #[derive(Debug, Default)]

@@ -50,32 +50,46 @@
 //! while the rest of a create waits for an AGF.
 
 //! ## Modules
+//! Listed from the bottom up: a module imports only modules listed before it, but for
+//! [`error`], which names [`format`](mod@format)'s block kinds while the decoders in `format`
+//! return it. The layering and why are in the repository's `docs/architecture.md`, "Layers
+//! inside labfs".
+//! - [`lockcheck`]: the lock order as a type, checked at every wait.
+//! - [`stats`]: XFS-layout statistics; [`vfs`]: the VFS-level types (file kinds, directory
+//!   entries, fallocate modes) the layers above share; [`fastmap`]: the hasher of every
+//!   in-memory index keyed by numbers or names.
+//! - [`dev`]: block devices (memory, file, stripe; latency model; fault shim).
+//! - [`error`]: the typed error every labfs operation returns.
 //! - [`format`](mod@format): geometry constants, block kinds, magics, CRC offsets, endian helpers, and the
 //!   byte-by-byte layouts of the superblock, AG headers and inodes.
-//! - [`geo`]: AG/block/inode number arithmetic.
-//! - [`error`]: the typed error every labfs operation returns.
-//! - [`fastmap`]: the hasher of every in-memory index keyed by numbers or names.
+//! - [`shutdown`]: the shut-down state a mount shares with its buffer cache.
 //! - [`cksum`]: the one place metadata CRCs are computed and verified.
-//! - [`dev`]: block devices (memory, file, stripe; latency model; fault shim).
+//! - [`geo`]: AG/block/inode number arithmetic.
+//! - [`pagecache`]: a file's cached data pages (hung off its in-core inode).
 //! - [`buf`]: the metadata buffer cache; [`bufclock`]: the CLOCK ring it evicts with.
-//! - [`trans`]: metadata transactions; [`treestore`]: a B+tree's blocks inside one.
+//! - [`options`]: mount and mkfs options.
 //! - [`btree`]: the one generic B+tree.
+//! - [`inode`]: in-core inodes; [`icache`], [`dcache`]: the inode and name caches.
+//! - [`log`]: the metadata journal: CIL, iclogs, log forces, the AIL's list, records,
+//!   recovery. It stands below the mount and imports nothing above the inode and the
+//!   buffer cache.
+//! - [`core`](mod@core): the [`Fs`] struct (XFS's `xfs_mount`), its fields all of the types
+//!   above. Each module above adds what the mount does in its own `impl Fs` block.
+//! - [`trans`]: metadata transactions; [`aild`]: xfsaild, pushing the AIL's items home.
+//! - [`treestore`]: a B+tree's blocks inside a transaction.
 //! - [`alloc`], [`ialloc`]: free space and inode allocation.
-//! - [`bmap`], [`bmbt`]: file block maps (in-core extent lists and their on-disk tree).
-//! - [`inode`], [`icache`]: in-core inodes and their cache.
-//! - [`lockcheck`]: the lock order as a type, checked at every wait.
-//! - [`log`]: the metadata journal: CIL, iclogs, log forces, the AIL and xfsaild, records, recovery.
-//! - [`dir`]: directories (shortform, block, leaf, node).
-//! - [`data`]: page cache, delayed allocation, write-back, fsync.
-//! - [`check`]: fsck, the test oracle.
+//! - [`bmbt`], [`bmap`]: file block maps (the on-disk extent tree and the in-core extent
+//!   lists).
+//! - [`dir`]: directories (shortform, block, leaf, node); [`symlink`]: where a symbolic
+//!   link's target is stored, and readlink.
+//! - [`data`]: page cache I/O, delayed allocation, write-back, fsync.
+//! - [`mount`]: mounting, syncing and unmounting a filesystem.
 //! - [`namei`]: the namespace operations (create, unlink, rename, symlink, ...).
-//! - [`symlink`]: where a symbolic link's target is stored, and readlink.
-//! - [`mount`], [`mkfs`], [`options`]: making, mounting and configuring a filesystem.
-//! - [`stats`]: XFS-layout statistics.
-//! - [`vfs`]: the VFS-level types (file kinds, directory entries, fallocate modes) the layers
-//!   above share.
+//! - [`check`]: fsck, the test oracle.
+//! - [`mkfs`]: making a filesystem; [`admin`]: the admin tool's work on images.
 
 pub mod admin;
+pub mod aild;
 pub mod alloc;
 pub mod bmap;
 pub mod bmbt;
@@ -84,6 +98,7 @@ pub mod buf;
 pub mod bufclock;
 pub mod check;
 pub mod cksum;
+pub mod core;
 pub mod data;
 pub mod dcache;
 pub mod dev;
@@ -101,6 +116,7 @@ pub mod mkfs;
 pub mod mount;
 pub mod namei;
 pub mod options;
+pub mod pagecache;
 pub mod shutdown;
 pub mod stats;
 pub mod symlink;
@@ -110,7 +126,7 @@ pub mod trans;
 pub mod treestore;
 pub mod vfs;
 
-pub use mount::Fs;
+pub use self::core::Fs;
 
 /// Now, in nanoseconds since the epoch (inode timestamps).
 pub fn now_ns() -> i64 {

@@ -7,8 +7,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
+use crate::fs::Fs;
 use crate::fs::buf::{BufCache, GetMode};
 use crate::fs::cksum::Cksum;
+use crate::fs::core::PerAg;
 use crate::fs::dcache::Dcache;
 use crate::fs::dev::BlockDev;
 use crate::fs::dev::signature::{self, BLANK_PROBE_BYTES, NotBlank};
@@ -26,88 +28,14 @@ use crate::fs::inode::{DataFork, Inode, InodeCore, InodeWrite, iflags};
 use crate::fs::lockcheck::{LockClass, LockId, OrderedMutex};
 use crate::fs::log::{Log, LogGeometry, LogMount, recover};
 use crate::fs::options::MountOptions;
-use crate::fs::shutdown::ShutdownState;
 use crate::fs::stats::{MountStats, Stat};
 use crate::fs::vfs::FsStat;
 use crate::trace::Dev;
-
-/// In-core per-AG summary, read without locks to choose where to allocate (XFS's `xfs_perag`).
-/// The AGF and AGI buffers are the authority; these follow them under their locks.
-#[derive(Debug, Default)]
-pub struct PerAg {
-    /// Free blocks in the free-space trees.
-    pub freeblks: AtomicU32,
-    /// Longest free extent.
-    pub longest: AtomicU32,
-    /// Allocated inodes.
-    pub icount: AtomicU32,
-    /// Free allocated inodes.
-    pub ifree: AtomicU32,
-}
 
 static NEXT_MINOR: AtomicU32 = AtomicU32::new(0);
 
 /// The lock-order identity of the mount's list locks.
 const LIST: LockId = LockId::new(LockClass::List, 0);
-
-/// A mounted labfs.
-pub struct Fs {
-    /// Where everything is.
-    pub geo: Geometry,
-    /// Filesystem UUID.
-    pub uuid: [u8; 16],
-    /// Root directory inode.
-    pub rootino: u64,
-    /// Mount options.
-    pub opts: MountOptions,
-    /// Metadata buffers.
-    pub bufs: BufCache,
-    /// In-core inodes.
-    pub icache: InodeCache,
-    /// Names already looked up, positive and negative (see [`crate::fs::dcache`]).
-    pub dcache: Dcache,
-    /// This mount's statistics (and the global ones).
-    pub stats: Arc<MountStats>,
-    /// Per-AG summaries.
-    pub perag: Box<[PerAg]>,
-    /// Free data blocks not yet promised to delayed allocations (sb_fdblocks).
-    pub fdblocks: AtomicI64,
-    /// The device number tracepoints print for this mount (major 0, like anonymous mounts).
-    pub dev_id: Dev,
-    /// AG to put the next new directory in.
-    pub(crate) dir_rotor: AtomicU32,
-    /// The metadata log.
-    pub log: Log,
-    /// xfsaild should stop (unmount).
-    pub(crate) aild_stop: AtomicBool,
-    /// Freed inodes whose free image is not yet home, by number: a new owner of the number
-    /// is not written home before it (see `log::ail`).
-    pub(crate) freed_pending: OrderedMutex<FastMap<u64, Arc<Inode>>>,
-    aild: OrderedMutex<Option<std::thread::JoinHandle<()>>>,
-    /// Inodes with dirty data pages.
-    pub(crate) dirty_data: OrderedMutex<Vec<Arc<Inode>>>,
-    /// Inodes under data write-back (the superblock writeback list of thread 002).
-    pub(crate) wb_list: OrderedMutex<FastMap<u64, Arc<Inode>>>,
-    /// Dirty data pages in all page caches.
-    pub(crate) dirty_data_pages: AtomicU64,
-    /// Pages in all page caches.
-    pub(crate) cached_pages: AtomicU64,
-    /// Serialises cross-directory renames.
-    pub(crate) rename_lock: OrderedMutex<()>,
-    /// Shared with `bufs`, whose failed write-homes set it.
-    shutdown: Arc<ShutdownState>,
-    unmounted: AtomicBool,
-    fname: [u8; 12],
-}
-
-impl std::fmt::Debug for Fs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Fs")
-            .field("geo", &self.geo)
-            .field("opts", &self.opts)
-            .finish_non_exhaustive()
-    }
-}
 
 /// Read and verify the primary superblock of a device.
 pub fn read_superblock(dev: &dyn BlockDev, cksum: Cksum) -> FsResult<Superblock> {
@@ -184,7 +112,7 @@ impl Fs {
         if !r.clean {
             fs.free_orphans()?;
         }
-        *fs.aild.lock() = Some(crate::fs::log::ail::spawn_aild(&fs)?);
+        *fs.aild.lock() = Some(crate::fs::aild::spawn_aild(&fs)?);
         let weak = Arc::downgrade(&fs);
         fs.bufs.set_relief_push(Box::new(move || {
             weak.upgrade().map_or(0, |fs| fs.relieve_buffer_pressure())

@@ -18,14 +18,12 @@ use crate::fs::ialloc::{ialloc, ifree};
 use crate::fs::inode::{
     Inode, InodeRead, InodeWrite, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, iflags,
 };
-use crate::fs::trans::{InodeId, Resv, Trans};
+use crate::fs::trans::{CHANGE_BLOCKS, InodeId, Resv, Trans};
 use crate::fs::vfs::{DirEntry, FileKind, Owner, RenameMode};
 
 /// Blocks reserved for a create or mkdir: a new inode chunk, directory growth and the tree
 /// splits both may cause (XFS's `XFS_CREATE_SPACE_RES`, in spirit).
 pub const CREATE_BLOCKS: u64 = 32;
-/// Blocks reserved for other namespace changes (link, rename, remove, inactivation).
-pub const CHANGE_BLOCKS: u64 = 16;
 
 /// Why [`Fs::lock_sorted`] could not lock a usable set.
 enum Stale {

@@ -82,6 +82,11 @@ struct TInode {
     logged: u8,
 }
 
+/// Blocks a transaction reserves for a change that may split or shrink a few trees besides
+/// what it maps: a namespace change (link, rename, remove, inactivation), a batch of a
+/// truncate's unmapping, the tree blocks of a preallocation.
+pub const CHANGE_BLOCKS: u64 = 16;
+
 /// What a transaction is for, and so how much log space it reserves up front (XFS's
 /// `xfs_trans_resv`): enough for every block and inode it may log, in 128-byte chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

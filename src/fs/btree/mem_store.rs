@@ -24,8 +24,7 @@ use std::collections::BTreeSet;
 
 use super::block::lsn_offset;
 use super::store::{BlockStore, BufId};
-use crate::fs::cksum::CrcMismatch;
-use crate::fs::error::{FsError, FsResult};
+use crate::fs::error::{CrcMismatch, FsError, FsResult};
 use crate::fs::format::{BB_PER_BLOCK, BLOCK_SIZE, BlockKind, Daddr, Magic, endian};
 
 /// The first pointer handed out.

@@ -16,7 +16,6 @@
 //!   (part 1) that means writing every dirty inode and buffer home and flushing the device;
 //!   part 2 replaces it with a log force up to the inode's last commit.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -27,8 +26,9 @@ use crate::fs::error::{FsError, FsResult, IoOp};
 use crate::fs::format::{BB_PER_BLOCK, BLOCK_SHIFT, BLOCK_SIZE};
 use crate::fs::inode::{DELALLOC, Extent, Inode, InodeRead, InodeWrite, iflags};
 use crate::fs::options::SyncWait;
+use crate::fs::pagecache::{FileCache, Page};
 use crate::fs::stats::{Stat, Stat64};
-use crate::fs::trans::{InodeId, Resv, Trans};
+use crate::fs::trans::{CHANGE_BLOCKS, InodeId, Resv, Trans};
 use crate::fs::vfs::FallocMode;
 
 /// Largest file labfs allows (2^43 bytes, well inside the 54-bit block offsets).
@@ -37,33 +37,6 @@ pub const MAX_FILE_SIZE: u64 = 1 << 43;
 /// Extents unmapped per transaction by [`Fs::free_range`]: enough to keep a large truncate
 /// from taking thousands of transactions, few enough to bound what one of them changes.
 const FREE_BATCH_EXTENTS: usize = 16;
-
-/// One cached page of file data (one filesystem block).
-#[derive(Debug)]
-pub struct Page {
-    /// The bytes.
-    pub bytes: Box<[u8; BLOCK_SIZE]>,
-    /// Changed since last written to its disk block.
-    pub dirty: bool,
-}
-
-impl Page {
-    fn zeroed() -> Page {
-        Page {
-            bytes: Box::new([0u8; BLOCK_SIZE]),
-            dirty: false,
-        }
-    }
-}
-
-/// A file's cached data: pages by file block number.
-#[derive(Debug, Default)]
-pub struct FileCache {
-    /// Cached pages.
-    pub pages: BTreeMap<u64, Page>,
-    /// Pages with `dirty` set.
-    pub dirty_pages: usize,
-}
 
 /// Drop a file's cached pages (the file is being freed), settling the mount's counters.
 pub(crate) fn drop_cache(fs: &Fs, cache: &FileCache) {
@@ -675,7 +648,7 @@ impl Fs {
             if tp.is_dirty() {
                 tp.roll(&mut [])?;
             }
-            tp.reserve_or_dip_up_to(crate::fs::namei::CHANGE_BLOCKS);
+            tp.reserve_or_dip_up_to(CHANGE_BLOCKS);
             bmap::free_blocks(tp, id, start, to - start)?;
         }
     }
@@ -755,7 +728,7 @@ impl Fs {
                     if tp.is_dirty() {
                         tp.roll(&mut [])?;
                     }
-                    tp.reserve(u64::from(count) + crate::fs::namei::CHANGE_BLOCKS)?;
+                    tp.reserve(u64::from(count) + CHANGE_BLOCKS)?;
                     // alloc_blocks fails before changing anything when no space.
                     let v = bmap::alloc_blocks(&mut tp, id, b, count, true)?;
                     b += v.iter().map(|e| u64::from(e.blockcount)).sum::<u64>();

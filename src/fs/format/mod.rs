@@ -34,6 +34,8 @@ pub const INODE_SIZE: usize = 512;
 pub const INODES_PER_BLOCK: u64 = (BLOCK_SIZE / INODE_SIZE) as u64;
 /// Inodes allocated together as one chunk (one inobt record).
 pub const INODES_PER_CHUNK: u64 = 64;
+/// Blocks in one inode chunk.
+pub const CHUNK_BLOCKS: u32 = (INODES_PER_CHUNK / INODES_PER_BLOCK) as u32;
 /// Longest file name.
 pub const NAME_MAX: usize = 255;
 

@@ -27,9 +27,11 @@
 //! initialised regions only; logging all of it made every relog of a directory's newest
 //! data and free-index blocks a full 4 KiB.
 
-use crate::fs::format::dinode::CORE_SIZE;
+use crate::fs::cksum::Cksum;
+use crate::fs::format::dinode::{self, CORE_SIZE, DinodeCore};
 use crate::fs::format::endian::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
 use crate::fs::format::{BlockKind, INODE_SIZE};
+use crate::fs::geo::{INODE_CLUSTER_SIZE, INODES_PER_CLUSTER};
 
 /// Bytes of one op header.
 pub const OP_HEADER_LEN: usize = 12;
@@ -64,7 +66,7 @@ pub type ChunkMap = u128;
 pub const MAP_CHUNKS: usize = ChunkMap::BITS as usize;
 /// The largest buffer a buffer item describes.
 pub const MAX_BUF_LEN: usize = MAP_CHUNKS * CHUNK;
-const _: () = assert!(crate::fs::geo::INODE_CLUSTER_SIZE <= MAX_BUF_LEN);
+const _: () = assert!(INODE_CLUSTER_SIZE <= MAX_BUF_LEN);
 const _: () = assert!(crate::fs::format::BLOCK_SIZE <= MAX_BUF_LEN);
 /// Buffer log item type (`XFS_LI_BUF`).
 pub const LI_BUF: u16 = 0x123c;
@@ -288,6 +290,24 @@ pub struct Icreate {
     pub length: u32,
     /// The seed each inode's generation number is made from.
     pub seed: u32,
+}
+
+/// Fill a new chunk's zeroed inode cluster buffer whose first inode is `first` with free
+/// inodes, each with its CRC; generation numbers come from the chunk's `seed`. The one
+/// definition of a new cluster's bytes: chunk allocation and log recovery (icreate items)
+/// both use it.
+pub(crate) fn init_cluster(block: &mut [u8], first: u64, seed: u32, uuid: &[u8; 16], cksum: Cksum) {
+    debug_assert_eq!(block.len(), INODE_CLUSTER_SIZE);
+    for slot in 0..INODES_PER_CLUSTER as usize {
+        let ino = first + slot as u64;
+        let raw = &mut block[slot * INODE_SIZE..(slot + 1) * INODE_SIZE];
+        let core = DinodeCore {
+            generation: (ino as u32).wrapping_mul(2_654_435_761) ^ seed,
+            ..DinodeCore::default()
+        };
+        dinode::encode_core(raw, ino, &core, uuid);
+        cksum.update(BlockKind::Inode, raw);
+    }
 }
 
 fn kind_index(kind: BlockKind) -> u8 {

@@ -322,7 +322,8 @@ pub struct Log {
     cksum: Cksum,
     uuid: [u8; 16],
     stats: Arc<MountStats>,
-    dev_id: Dev,
+    /// The device number its tracepoints print (the mount's).
+    pub(crate) dev_id: Dev,
     geo: LogGeometry,
     /// Payload bytes an iclog holds (its size less its header sectors).
     icl_payload: usize,
@@ -530,7 +531,8 @@ impl Log {
         self.cil.lock().seq
     }
 
-    fn lsn(&self, abs: u64) -> Lsn {
+    /// The LSN (cycle, block) of absolute log block `abs`.
+    pub(crate) fn lsn(&self, abs: u64) -> Lsn {
         let bb = u64::from(self.geo.log_bb);
         Lsn::new((abs / bb) as u32, (abs % bb) as u32)
     }

@@ -15,7 +15,8 @@ use std::fmt;
 
 use thiserror::Error;
 
-use crate::fs::cksum::{Cksum, CrcMismatch};
+use crate::fs::cksum::Cksum;
+use crate::fs::error::CrcMismatch;
 use crate::fs::format::endian::{get_u32, get_u64, put_u32, put_u64};
 
 /// `h_magicno`; also never used as a cycle number.

@@ -232,7 +232,7 @@ pub fn recover(
                                     .1
                             }
                         };
-                        crate::fs::ialloc::init_cluster(b, first, ic.seed, uuid, cksum);
+                        item::init_cluster(b, first, ic.seed, uuid, cksum);
                     }
                     continue;
                 }
@@ -328,7 +328,7 @@ pub fn recover(
 /// number; `Err` when the item does not describe a chunk of this filesystem.
 fn icreate_blocks(geo: &Geometry, ic: &item::Icreate) -> Result<Vec<(u64, u64)>, String> {
     let per_block = crate::fs::format::INODES_PER_BLOCK as u32;
-    let chunk = crate::fs::geo::CHUNK_BLOCKS;
+    let chunk = crate::fs::format::CHUNK_BLOCKS;
     if ic.agno >= geo.agcount
         || ic.isize != INODE_SIZE as u32
         || ic.length != chunk
