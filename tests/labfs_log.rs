@@ -174,7 +174,7 @@ fn a_new_inode_chunk_is_rebuilt_from_its_icreate_item_after_a_crash() {
     let ino = files[99].ino;
     let (daddr, _) = fs.geo.ino_location(ino);
     // One checkpoint for 100 creates: about 55 log blocks, mostly the 100 inode items. The
-    // chunk's eight 4 KiB cluster blocks logged in full would add 66 more.
+    // chunk's two 16 KiB inode clusters logged in full would add 66 more.
     let logged = stat(&fs, Stat::LogBlocks) - blocks_before;
     let last = img.fault().flush_count();
     let crashed = img

@@ -131,11 +131,11 @@ fn a_failed_write_home_shuts_down_and_leaves_the_image_as_written() {
     );
 
     // Exactly one write went home (the one before the failure): one buffer, or one inode
-    // cluster carrying up to eight inode items (XFS's cluster flush); the rest stay in the
+    // cluster carrying up to 32 inode items (XFS's cluster flush); the rest stay in the
     // AIL, and the device was not flushed: nothing pretends to be durable.
     let written = writes_since(dev, at);
     assert_eq!(written.len(), 1, "writes after the failure: {written:?}");
-    let per_write = fslab::fs::format::INODES_PER_BLOCK as usize;
+    let per_write = fslab::fs::geo::INODES_PER_CLUSTER as usize;
     assert!(
         fs.log.ail_len() >= dirty.saturating_sub(per_write),
         "{} AIL items left of {dirty} before the push",

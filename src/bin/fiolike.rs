@@ -4,6 +4,9 @@
 //! fio's arguments, its reports and the shared fslab flags are `fslab::cli::fiolike`'s; the
 //! run goes through the tool skeleton like every fslab binary.
 
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     fslab::cli::fiolike::main()
 }

@@ -4,6 +4,9 @@
 //! traces, Ctrl-C, exit codes) is the tool skeleton's, `fslab::cli::tool`; fs_mark's options
 //! and output are `fslab::cli::fsmark`'s.
 
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     fslab::cli::tool::main::<fslab::cli::fsmark::Fsmark>()
 }

@@ -2,6 +2,9 @@
 //!
 //! The command line and output are `fslab::cli::labfs`'s; the work is `fslab::fs::admin`'s.
 
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     fslab::cli::labfs::main()
 }

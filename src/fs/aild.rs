@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::fs::Fs;
-use crate::fs::format::{BLOCK_SIZE, BlockKind, INODE_SIZE};
+use crate::fs::format::{BlockKind, INODE_SIZE};
 use crate::fs::inode::{InodeWrite, iflags};
 use crate::fs::log::ItemRef;
 use crate::fs::stats::Stat;
@@ -187,7 +187,7 @@ impl Fs {
         let Some(mut cg) = self.bufs.try_get(
             daddr,
             BlockKind::Inode,
-            BLOCK_SIZE,
+            crate::fs::geo::INODE_CLUSTER_SIZE,
             crate::fs::buf::GetMode::Read,
         )?
         else {
@@ -205,11 +205,11 @@ impl Fs {
         cg.bytes_mut()[off..off + INODE_SIZE].copy_from_slice(&image);
         w.dirty = false;
         // The cluster's other dirty inodes whose changes are stable go home in the same
-        // write (XFS's xfs_iflush_cluster): one 4 KiB write for up to eight inodes instead of
+        // write (XFS's xfs_iflush_cluster): one 16 KiB write for up to 32 inodes instead of
         // one each. Only tried: a locked, pinned or freed one waits for its own push.
         let first = ip.ino - (off / INODE_SIZE) as u64;
         let mut others = Vec::new();
-        for ino in first..first + crate::fs::format::INODES_PER_BLOCK {
+        for ino in first..first + crate::fs::geo::INODES_PER_CLUSTER {
             if ino == ip.ino {
                 continue;
             }

@@ -36,6 +36,7 @@ use crate::fs::error::{FsError, FsResult, IoOp, ShutdownReason};
 use crate::fs::format::endian::{get_u16, get_u32};
 use crate::fs::format::{BB_PER_BLOCK, BLOCK_SIZE, BlockKind, Daddr, INODE_SIZE, Magic};
 use crate::fs::lockcheck::{self, Held, LockClass, LockId, OrderedMutex};
+use crate::fs::log::item::ChunkMap;
 use crate::fs::shutdown::ShutdownState;
 use crate::fs::stats::{MountStats, Stat};
 
@@ -83,8 +84,9 @@ pub struct BufData {
     valid: bool,
     /// Changed since last written home.
     dirty: bool,
-    /// 128-byte chunks changed since last written home (the buffer log item's dirty map).
-    log_map: u64,
+    /// 128-byte chunks changed since last written home (the buffer log item's dirty map,
+    /// wide enough for a 16 KiB inode cluster).
+    log_map: ChunkMap,
     /// Initialised as zeros (got new) since last written home: its log items say so, and
     /// carry only the chunks changed since (see [`crate::fs::log::item`]).
     zeroed: bool,
@@ -131,13 +133,13 @@ impl BufData {
     }
 
     /// Chunks changed since the buffer was last written home.
-    pub fn log_map(&self) -> u64 {
+    pub fn log_map(&self) -> ChunkMap {
         self.log_map
     }
 
     /// A committed transaction changed chunks `map` (already formatted into the log): the
     /// buffer is dirty until written home.
-    pub fn add_logged(&mut self, map: u64) {
+    pub fn add_logged(&mut self, map: ChunkMap) {
         self.log_map |= map;
         self.dirty = true;
     }

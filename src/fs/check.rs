@@ -39,9 +39,7 @@ use crate::fs::error::FsResult;
 use crate::fs::format::ag::SB_SECTOR;
 use crate::fs::format::dinode;
 use crate::fs::format::sb::Superblock;
-use crate::fs::format::{
-    BBSIZE, BLOCK_SIZE, BlockKind, CHUNK_BLOCKS, Daddr, INODE_SIZE, INODES_PER_CHUNK,
-};
+use crate::fs::format::{BBSIZE, BlockKind, CHUNK_BLOCKS, Daddr, INODE_SIZE, INODES_PER_CHUNK};
 use crate::fs::geo::Geometry;
 use crate::fs::inode::{DataFork, InodeRead};
 use crate::fs::trans::Trans;
@@ -469,10 +467,12 @@ fn check_ag(
 /// name itself, and be free on disk. (Used inodes are checked when they are read.)
 fn free_slot_problem(fs: &Fs, ino: u64) -> Option<String> {
     let (daddr, off) = fs.geo.ino_location(ino);
-    let g = match fs
-        .bufs
-        .get(daddr, BlockKind::Inode, BLOCK_SIZE, GetMode::Read)
-    {
+    let g = match fs.bufs.get(
+        daddr,
+        BlockKind::Inode,
+        crate::fs::geo::INODE_CLUSTER_SIZE,
+        GetMode::Read,
+    ) {
         Ok(g) => g,
         Err(e) => return Some(format!("free slot unreadable: {e}")),
     };

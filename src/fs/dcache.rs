@@ -53,6 +53,46 @@ pub enum Cached {
     Negative,
 }
 
+/// What an entry's `found` holds for a negative entry: XFS's `NULLFSINO`, never an inode
+/// number (a directory entry naming it is corrupt and is not cached, see [`Dcache::set`]).
+const NEGATIVE: u64 = u64::MAX;
+
+/// Longest name kept inside the entry; longer ones are boxed. fs_mark's and syncbench's
+/// names (up to 20 bytes) all fit, so the cache allocates nothing per entry for them: a
+/// boxed 9-byte name took a 32-byte heap chunk and a 16-byte pointer, a third of an entry.
+const INLINE_NAME: usize = 22;
+
+/// A cached name: inline when short, boxed otherwise (24 bytes either way).
+#[derive(Debug)]
+enum Name {
+    /// `len` bytes at the start of `bytes`.
+    Inline { len: u8, bytes: [u8; INLINE_NAME] },
+    /// A longer name.
+    Boxed(Box<[u8]>),
+}
+
+impl Name {
+    fn new(name: &[u8]) -> Name {
+        if name.len() <= INLINE_NAME {
+            let mut bytes = [0; INLINE_NAME];
+            bytes[..name.len()].copy_from_slice(name);
+            Name::Inline {
+                len: name.len() as u8,
+                bytes,
+            }
+        } else {
+            Name::Boxed(name.into())
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Name::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Name::Boxed(b) => b,
+        }
+    }
+}
+
 /// An entry, filed under the 64-bit hash of its (directory, name). The name is kept and
 /// compared on every hit; two names with one hash share a slot, the later evicting the
 /// earlier (a miss, never a wrong answer). Keyed this way, a lookup allocates nothing and
@@ -60,16 +100,26 @@ pub enum Cached {
 #[derive(Debug)]
 struct Entry {
     dir: u64,
-    name: Box<[u8]>,
-    found: Cached,
+    /// The inode number found, or [`NEGATIVE`] (one word, where a [`Cached`] takes two).
+    found: u64,
+    name: Name,
+    /// Which queue slot is this entry's (a slot for an older entry of the same key is
+    /// stale). It wraps after 2^32 sets in one shard; a stale slot mistaken for the live one
+    /// only evicts the entry early or gives it a second chance (a miss, never a wrong answer).
+    generation: u32,
     referenced: bool,
-    /// Which queue slot is this entry's (a slot for an older entry of the same key is stale).
-    generation: u64,
 }
 
 impl Entry {
     fn is(&self, dir: u64, name: &[u8]) -> bool {
-        self.dir == dir && *self.name == *name
+        self.dir == dir && self.name.as_bytes() == name
+    }
+
+    fn found(&self) -> Cached {
+        match self.found {
+            NEGATIVE => Cached::Negative,
+            ino => Cached::Positive(ino),
+        }
     }
 }
 
@@ -77,8 +127,8 @@ impl Entry {
 struct Shard {
     map: FastMap<u64, Entry>,
     /// Entry hashes in insertion order, with the generation they were queued at.
-    queue: VecDeque<(u64, u64)>,
-    next_generation: u64,
+    queue: VecDeque<(u64, u32)>,
+    next_generation: u32,
 }
 
 impl Shard {
@@ -152,7 +202,7 @@ impl Dcache {
         let mut shard = shard.lock();
         let e = shard.map.get_mut(&h).filter(|e| e.is(dir, name))?;
         e.referenced = true;
-        Some(e.found)
+        Some(e.found())
     }
 
     /// Record what `name` in `dir` refers to. The caller holds `dir`'s ILOCK (shared for a
@@ -161,10 +211,15 @@ impl Dcache {
         if !self.enabled() || name == b".." || name == b"." {
             return;
         }
+        let found = match found {
+            Cached::Positive(NEGATIVE) => return self.forget(dir, name),
+            Cached::Positive(ino) => ino,
+            Cached::Negative => NEGATIVE,
+        };
         let (h, shard) = self.slot(dir, name);
         let mut shard = shard.lock();
         let generation = shard.next_generation;
-        shard.next_generation += 1;
+        shard.next_generation = generation.wrapping_add(1);
         shard.queue.push_back((h, generation));
         match shard.map.get_mut(&h) {
             // The same name again: keep its allocation.
@@ -178,10 +233,10 @@ impl Dcache {
                     h,
                     Entry {
                         dir,
-                        name: name.into(),
                         found,
-                        referenced: false,
+                        name: Name::new(name),
                         generation,
+                        referenced: false,
                     },
                 );
             }
@@ -240,6 +295,35 @@ mod tests {
         off.set(1, b"a", Cached::Positive(7));
         assert_eq!(off.get(1, b"a"), None);
         assert!(!off.enabled());
+    }
+
+    #[test]
+    fn short_and_long_names_are_kept_whole() {
+        let d = Dcache::new(100);
+        let fits = [b'x'; INLINE_NAME];
+        let long = [b'y'; 255];
+        d.set(1, &fits, Cached::Positive(5));
+        d.set(1, &long, Cached::Positive(6));
+        d.set(1, b"", Cached::Negative);
+        assert_eq!(d.get(1, &fits), Some(Cached::Positive(5)));
+        assert_eq!(d.get(1, &long), Some(Cached::Positive(6)));
+        assert_eq!(
+            d.get(1, &fits[..INLINE_NAME - 1]),
+            None,
+            "a prefix is another name"
+        );
+        assert_eq!(d.get(1, &long[..254]), None);
+        assert_eq!(d.get(1, b""), Some(Cached::Negative));
+        // A table slot is the hash and the entry: 56 bytes, no heap chunk for a short name.
+        assert!(std::mem::size_of::<(u64, Entry)>() <= 56);
+    }
+
+    #[test]
+    fn the_negative_marker_is_never_cached_as_an_inode() {
+        let d = Dcache::new(100);
+        d.set(1, b"a", Cached::Positive(3));
+        d.set(1, b"a", Cached::Positive(NEGATIVE));
+        assert_eq!(d.get(1, b"a"), None, "dropped, not read back as absent");
     }
 
     #[test]

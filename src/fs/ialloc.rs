@@ -7,7 +7,8 @@
 //! lock order, because a new chunk needs blocks.
 //!
 //! A new chunk is 8 aligned blocks, written at once with 64 free inodes (magic, number, UUID,
-//! CRC), so every inode slot on disk always verifies. Freeing the last used inode of a chunk
+//! CRC) through its two 16 KiB inode cluster buffers ([`crate::fs::geo::INODE_CLUSTER_SIZE`]),
+//! so every inode slot on disk always verifies. Freeing the last used inode of a chunk
 //! frees the chunk (XFS's default, `ikeep` off).
 //!
 //! The searches are XFS's, lookup for lookup (they decide the `ibt2`/`fibt2` counts): a new
@@ -24,10 +25,8 @@ use crate::fs::btree::{BtreeSpec, Cursor, LookupMode, Root};
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::ag::{AGI_SECTOR, Agi, NULL_AGBLOCK};
 use crate::fs::format::dinode::{self, DinodeCore};
-use crate::fs::format::{
-    BBSIZE, BLOCK_SIZE, BlockKind, CHUNK_BLOCKS, Daddr, INODE_SIZE, INODES_PER_CHUNK,
-};
-use crate::fs::geo::Geometry;
+use crate::fs::format::{BBSIZE, BlockKind, CHUNK_BLOCKS, Daddr, INODE_SIZE, INODES_PER_CHUNK};
+use crate::fs::geo::{BLOCKS_PER_CLUSTER, CLUSTERS_PER_CHUNK, Geometry, INODE_CLUSTER_SIZE};
 use crate::fs::log::item::init_cluster;
 use crate::fs::trans::Trans;
 use crate::fs::treestore::{TreeSpace, TreeStore, run_cursor};
@@ -149,7 +148,7 @@ where
     result
 }
 
-/// Write 64 free inodes into a new chunk's 8 blocks. The log carries an icreate item for
+/// Write 64 free inodes into a new chunk's cluster buffers. The log carries an icreate item for
 /// them, not their bytes (XFS's ordered buffers): recovery rebuilds the blocks from it.
 fn init_chunk(tp: &mut Trans, agno: u32, agbno: u32) -> FsResult<()> {
     let fs = tp.fs();
@@ -157,10 +156,11 @@ fn init_chunk(tp: &mut Trans, agno: u32, agbno: u32) -> FsResult<()> {
     let uuid = fs.uuid;
     let cksum = fs.bufs.cksum();
     let seed = generation_seed();
-    let mut ids = Vec::with_capacity(CHUNK_BLOCKS as usize);
-    for b in 0..CHUNK_BLOCKS {
-        let id = tp.new_buf(geo.ag_daddr(agno, agbno + b), BlockKind::Inode, BLOCK_SIZE)?;
-        let first = geo.ino(agno, Geometry::agbno_agino(agbno + b));
+    let mut ids = Vec::with_capacity(CLUSTERS_PER_CHUNK as usize);
+    for c in 0..CLUSTERS_PER_CHUNK {
+        let at = agbno + c * BLOCKS_PER_CLUSTER;
+        let id = tp.new_buf(geo.ag_daddr(agno, at), BlockKind::Inode, INODE_CLUSTER_SIZE)?;
+        let first = geo.ino(agno, Geometry::agbno_agino(at));
         init_cluster(tp.buf_mut(id), first, seed, &uuid, cksum);
         ids.push(id);
     }
@@ -524,8 +524,9 @@ pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<Option<DinodeCore>> {
                 }
             }
         }
-        for b in 0..CHUNK_BLOCKS {
-            let id = tp.new_buf(geo.ag_daddr(agno, agbno + b), BlockKind::Inode, BLOCK_SIZE)?;
+        for c in 0..CLUSTERS_PER_CHUNK {
+            let at = agbno + c * BLOCKS_PER_CLUSTER;
+            let id = tp.new_buf(geo.ag_daddr(agno, at), BlockKind::Inode, INODE_CLUSTER_SIZE)?;
             tp.inval_buf(id);
         }
         return Ok(None);
@@ -543,7 +544,7 @@ pub fn ifree(tp: &mut Trans, ino: u64) -> FsResult<Option<DinodeCore>> {
     // only changed in memory here (so lookups and fsck see the slot free at once) and pinned
     // until that item is stable, so it cannot go home first.
     let (daddr, off) = geo.ino_location(ino);
-    let id = tp.read_buf(daddr, BlockKind::Inode, BLOCK_SIZE)?;
+    let id = tp.read_buf(daddr, BlockKind::Inode, INODE_CLUSTER_SIZE)?;
     let uuid = tp.fs().uuid;
     let cksum = tp.fs().bufs.cksum();
     let raw = &mut tp.buf_mut(id)[off..off + INODE_SIZE];
@@ -669,6 +670,51 @@ mod tests {
         // Freeing: the inobt record found at or before the inode is updated where it was
         // found; the finobt record is looked up and updated.
         assert_eq!(lookups(&fs, || free(&fs, second)), (1, 1));
+    }
+
+    #[test]
+    fn a_new_chunk_is_two_16k_cluster_buffers_and_its_inodes_are_read_32_at_a_time() {
+        use crate::fs::buf::GetMode;
+        use crate::fs::geo::INODES_PER_CLUSTER;
+        use crate::fs::stats::Stat;
+        let fs = mem_fs(64 << 20);
+        let root = fs.geo.ino(0, 0);
+        let stat = |s: Stat| fs.stats.mount().snapshot().get(s);
+        let chunk_of = |ino: u64| fs.geo.ino_agino(ino) / INODES_PER_CHUNK as u32;
+        // Allocate until an allocation makes a new chunk; count the buffers it creates.
+        let (ino, made) = loop {
+            let before = stat(Stat::BufCreate);
+            let ino = alloc(&fs, root);
+            let made = stat(Stat::BufCreate) - before;
+            if ino != root && chunk_of(ino) != chunk_of(root) {
+                break (ino, made);
+            }
+        };
+        // XFS's two 16 KiB clusters, not eight 4 KiB blocks (the trees had room: no block).
+        assert_eq!(made, CLUSTERS_PER_CHUNK);
+        for c in 0..CLUSTERS_PER_CHUNK {
+            let first = fs
+                .geo
+                .ino(0, chunk_of(ino) * 64 + c * INODES_PER_CLUSTER as u32);
+            let (daddr, off) = fs.geo.ino_location(first);
+            assert_eq!(off, 0);
+            let g = fs
+                .bufs
+                .get(daddr, BlockKind::Inode, INODE_CLUSTER_SIZE, GetMode::Read)
+                .expect("the cluster is cached at its size");
+            assert_eq!(g.bytes().len(), 16384);
+        }
+        // Written home and dropped from the cache, the chunk's 64 inodes are read with two
+        // device reads, one per cluster.
+        fs.quiesce().expect("quiesce");
+        fs.bufs.purge_clean();
+        let reads = stat(Stat::BufGetRead);
+        for i in 0..INODES_PER_CHUNK as u32 {
+            let n = fs.geo.ino(0, chunk_of(ino) * 64 + i);
+            // Free slots are read and found free (NotFound); the one in use is cached.
+            let _ = fs.iget(n);
+        }
+        assert_eq!(stat(Stat::BufGetRead) - reads, CLUSTERS_PER_CHUNK);
     }
 
     #[test]

@@ -82,7 +82,7 @@ pub enum LockClass {
     AgTreeBlock,
     /// A directory, symlink or extent-map block: only with its inode's ILOCK held.
     InodeBlock,
-    /// An inode cluster buffer (eight on-disk inodes); several in ascending disk address.
+    /// An inode cluster buffer (32 on-disk inodes); several in ascending disk address.
     InodeCluster,
     /// A block of the log region got through the buffer cache; several in ascending disk
     /// address. (The journal's own locks are to be added beside it.)

@@ -293,7 +293,7 @@ impl Fs {
         self.shutdown.reason().cloned()
     }
 
-    /// Get an inode by number: from the cache, or read from its cluster block.
+    /// Get an inode by number: from the cache, or read from its inode cluster buffer.
     pub fn iget(&self, ino: u64) -> FsResult<Arc<Inode>> {
         if let Lookup::Found(ip) = self.icache.lookup(ino, &self.stats) {
             if ip.has_flag(iflags::FREED) {
@@ -324,9 +324,12 @@ impl Fs {
     /// Read inode `ino` from its home location.
     fn read_inode(&self, ino: u64) -> FsResult<InodeCore> {
         let (daddr, off) = self.geo.ino_location(ino);
-        let g = self
-            .bufs
-            .get(daddr, BlockKind::Inode, BLOCK_SIZE, GetMode::Read)?;
+        let g = self.bufs.get(
+            daddr,
+            BlockKind::Inode,
+            crate::fs::geo::INODE_CLUSTER_SIZE,
+            GetMode::Read,
+        )?;
         let raw = &g.bytes()[off..off + crate::fs::format::INODE_SIZE];
         let at = Daddr(daddr.0 + (off / BBSIZE) as u64);
         if let Err(m) = self.bufs.cksum().verify(BlockKind::Inode, raw) {

@@ -40,10 +40,10 @@ use crate::fs::stats::Stat;
 /// lose what was written there without a `log_buf` (the checking builds' guard on the
 /// contract "every change is logged").
 #[cfg(any(debug_assertions, feature = "lockcheck"))]
-fn check_unlogged_zero(kind: BlockKind, daddr: u64, bytes: &[u8], map: u64) {
+fn check_unlogged_zero(kind: BlockKind, daddr: u64, bytes: &[u8], map: item::ChunkMap) {
     use crate::fs::log::item::CHUNK;
     for (c, chunk) in bytes.chunks(CHUNK).enumerate() {
-        if map & (1u64 << c) == 0 && chunk.iter().any(|&b| b != 0) {
+        if map & (1 << c) == 0 && chunk.iter().any(|&b| b != 0) {
             panic!("{kind} block at daddr {daddr} changed chunk {c} without logging it");
         }
     }
@@ -57,7 +57,7 @@ struct TBuf {
     guard: BufGuard,
     /// 128-byte chunks this transaction changed (the buffer log item's map, XFS's
     /// `XFS_BLF_CHUNK` bitmap).
-    logged: u64,
+    logged: item::ChunkMap,
     /// Got with [`Trans::new_buf`]: the block starts as zeros, and its log items say so
     /// (replay must not lay changes over what the block held before).
     new: bool,
@@ -401,7 +401,7 @@ impl<'a> Trans<'a> {
     }
 
     /// A new inode chunk at AG block `agbno` of AG `agno` was initialised in the held
-    /// buffers `bufs` (its cluster blocks, in order) with generations from `seed`: log one
+    /// buffers `bufs` (its inode cluster buffers, in order) with generations from `seed`: log one
     /// icreate item instead of the blocks' bytes (XFS's `xfs_icreate_log` with ordered
     /// buffers). The buffers are pinned and go into the AIL with the checkpoint, so the log
     /// tail cannot pass the item before they are home; recovery writes them afresh from it.
@@ -418,9 +418,9 @@ impl<'a> Trans<'a> {
                 item::Icreate {
                     agno,
                     agbno,
-                    count: (bufs.len() * crate::fs::format::INODES_PER_BLOCK as usize) as u32,
+                    count: bufs.len() as u32 * crate::fs::geo::INODES_PER_CLUSTER as u32,
                     isize: crate::fs::format::INODE_SIZE as u32,
-                    length: bufs.len() as u32,
+                    length: bufs.len() as u32 * crate::fs::geo::BLOCKS_PER_CLUSTER,
                     seed,
                 },
             ));

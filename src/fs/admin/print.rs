@@ -171,7 +171,8 @@ fn header_title(kind: BlockKind, agno: u32, daddr: Daddr) -> String {
     format!("{what} (daddr {daddr})")
 }
 
-/// Inode `ino`, read from its cluster block.
+/// Inode `ino`, read from its inode cluster (the address shown is the cluster's, the offset
+/// the inode's in it, as `ino_location` names them).
 fn one_inode(img: &Image, geo: &Geometry, ino: u64) -> Result<Decoded, AdminError> {
     if !geo.ino_valid(ino) {
         return Err(AdminError::OutOfRange {
@@ -186,14 +187,14 @@ fn one_inode(img: &Image, geo: &Geometry, ino: u64) -> Result<Decoded, AdminErro
         });
     }
     let (daddr, off) = geo.ino_location(ino);
-    let b = img.read(daddr, BLOCK_SIZE)?;
+    let b = img.read(daddr, crate::fs::geo::INODE_CLUSTER_SIZE)?;
     Ok(decode::inode(
         format!("inode {ino} (daddr {daddr} offset {off})"),
         &b[off..off + INODE_SIZE],
     ))
 }
 
-/// The eight inodes of the cluster block at `daddr`.
+/// The eight inodes of the filesystem block at `daddr` (one block of an inode cluster).
 fn cluster(geo: Option<&Geometry>, daddr: Daddr, b: &[u8]) -> Vec<Decoded> {
     (0..BLOCK_SIZE / INODE_SIZE)
         .map(|slot| {
@@ -214,8 +215,8 @@ fn cluster(geo: Option<&Geometry>, daddr: Daddr, b: &[u8]) -> Vec<Decoded> {
         .collect()
 }
 
-/// Filesystem block `fsblock`: an AG's header block (four headers), an inode cluster (eight
-/// inodes), or one metadata block.
+/// Filesystem block `fsblock`: an AG's header block (four headers), a block of an inode
+/// cluster (its eight inodes), or one metadata block.
 fn block_at(
     img: &Image,
     geo: Option<&Geometry>,

@@ -85,7 +85,7 @@ pub enum BlockKind {
     FinoBtree,
     /// Extent-map B+tree of a file (long pointers).
     BmapBtree,
-    /// One 512-byte on-disk inode (eight per inode cluster block).
+    /// One 512-byte on-disk inode (32 per 16 KiB inode cluster buffer).
     Inode,
     /// Single-block directory: entries plus hash leaf in one block.
     DirBlock,

@@ -14,9 +14,9 @@
 //!
 //! | item | bytes | fields |
 //! |---|---|---|
-//! | buffer `0x123c` | 32 + 128 per chunk | type, flags (CANCEL, ZERO), kind, daddr, length, chunk map; then the logged 128-byte chunks in order |
+//! | buffer `0x123c` | 24 + 8 per 64 chunks of the buffer + 128 per logged chunk | type, flags (CANCEL, ZERO), kind, daddr, length, chunk map (one 64-bit word per 64 chunks: one for a 4 KiB block, two for a 16 KiB inode cluster); then the logged 128-byte chunks in order |
 //! | inode `0x123b` | 16 + 176..512 | type, fields (core, data fork, timestamps), inode number; then the on-disk inode image up to its last non-zero byte (the rest of the slot is zero) |
-//! | icreate `0x123f` | 28 | type, size (28), AG, first AG block, inodes (64), inode size (512), blocks (8), generation seed: a new inode chunk, whose cluster blocks recovery writes afresh (XFS's `xfs_icreate_log`) |
+//! | icreate `0x123f` | 28 | type, size (28), AG, first AG block, inodes (64), inode size (512), blocks (8), generation seed: a new inode chunk, whose cluster buffers recovery writes afresh (XFS's `xfs_icreate_log`) |
 //!
 //! A buffer item logs every chunk changed since the buffer was last written home (XFS keeps
 //! a buffer log item's dirty map until write-back), not only the last transaction's: the
@@ -30,7 +30,8 @@
 use crate::fs::cksum::Cksum;
 use crate::fs::format::dinode::{self, CORE_SIZE, DinodeCore};
 use crate::fs::format::endian::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
-use crate::fs::format::{BlockKind, INODE_SIZE, INODES_PER_BLOCK};
+use crate::fs::format::{BlockKind, INODE_SIZE};
+use crate::fs::geo::{INODE_CLUSTER_SIZE, INODES_PER_CLUSTER};
 
 /// Bytes of one op header.
 pub const OP_HEADER_LEN: usize = 12;
@@ -58,6 +59,15 @@ pub const TRANS_HEADER_LEN: usize = 16;
 pub const UNMOUNT_TYPE: u16 = 0x556e;
 /// Bytes of one logged buffer chunk (`XFS_BLF_CHUNK`).
 pub const CHUNK: usize = 128;
+/// A buffer's dirty chunks, bit `c` for bytes `c * CHUNK..(c + 1) * CHUNK` (XFS's
+/// `blf_data_map`). 128 bits: enough for the largest buffer, a 16 KiB inode cluster.
+pub type ChunkMap = u128;
+/// Chunks a [`ChunkMap`] covers.
+pub const MAP_CHUNKS: usize = ChunkMap::BITS as usize;
+/// The largest buffer a buffer item describes.
+pub const MAX_BUF_LEN: usize = MAP_CHUNKS * CHUNK;
+const _: () = assert!(INODE_CLUSTER_SIZE <= MAX_BUF_LEN);
+const _: () = assert!(crate::fs::format::BLOCK_SIZE <= MAX_BUF_LEN);
 /// Buffer log item type (`XFS_LI_BUF`).
 pub const LI_BUF: u16 = 0x123c;
 /// Inode log item type (`XFS_LI_INODE`).
@@ -69,9 +79,14 @@ pub const BUF_CANCEL: u16 = 0x1;
 /// Buffer item flag: the block was initialised as zeros since it was last home; replay
 /// starts from zeros, not from the home block, and lays the chunks over them.
 pub const BUF_ZERO: u16 = 0x2;
-const BUF_HEADER_LEN: usize = 32;
-/// The largest buffer item labfs formats: a whole 4 KiB block.
-pub const MAX_BUF_ITEM: usize = BUF_HEADER_LEN + crate::fs::format::BLOCK_SIZE;
+/// Bytes of a buffer item's header before its chunk map.
+const BUF_FIXED_LEN: usize = 24;
+/// Bytes of one word of the on-disk chunk map (64 chunks).
+const MAP_WORD: usize = 8;
+/// The buffer item of a whole 4 KiB block: the capacity of the large recycled item vectors
+/// (the blocks logged chunk by chunk; inode clusters change through inode items).
+pub const MAX_BUF_ITEM: usize =
+    buf_header_len(crate::fs::format::BLOCK_SIZE) + crate::fs::format::BLOCK_SIZE;
 const INODE_HEADER_LEN: usize = 16;
 /// Bytes of an icreate item (XFS's `xfs_icreate_log`).
 pub const ICREATE_LEN: usize = 28;
@@ -143,16 +158,24 @@ pub fn chunks_of(len: usize) -> usize {
     len.div_ceil(CHUNK)
 }
 
+/// Bytes of the header of a buffer item for a `len`-byte buffer: the map has one word per
+/// 64 chunks of the buffer (XFS sizes `blf_map_size` by the buffer the same way), so a
+/// 4 KiB block's item header is 32 bytes and a 16 KiB inode cluster's 40.
+pub const fn buf_header_len(len: usize) -> usize {
+    let words = len.div_ceil(CHUNK).div_ceil(64);
+    BUF_FIXED_LEN + MAP_WORD * if words == 0 { 1 } else { words }
+}
+
 /// The chunk map covering bytes `first..=last`.
-pub fn chunk_range(first: usize, last: usize) -> u64 {
+pub fn chunk_range(first: usize, last: usize) -> ChunkMap {
     let (a, b) = (first / CHUNK, last / CHUNK);
-    debug_assert!(b < 64);
-    let hi = if b >= 63 {
-        u64::MAX
+    debug_assert!(b < MAP_CHUNKS);
+    let hi = if b + 1 >= MAP_CHUNKS {
+        ChunkMap::MAX
     } else {
-        (1u64 << (b + 1)) - 1
+        (1 << (b + 1)) - 1
     };
-    hi & !((1u64 << a) - 1)
+    hi & !((1 << a) - 1)
 }
 
 /// A buffer item: the chunks of `bytes` set in `map`, over zeros when `zeroed` (else over the
@@ -163,24 +186,26 @@ pub fn format_buf(
     kind: BlockKind,
     daddr: u64,
     bytes: &[u8],
-    map: u64,
+    map: ChunkMap,
     zeroed: bool,
 ) -> Vec<u8> {
     // The item's exact size reserved at once (growing the vector chunk by chunk was a fifth
     // of a create's time), and one copy per run of consecutive chunks.
     let n = map.count_ones() as usize;
+    let head_len = buf_header_len(bytes.len());
     v.clear();
-    v.reserve(BUF_HEADER_LEN + n * CHUNK);
-    let mut head = [0u8; BUF_HEADER_LEN];
-    put_u16(&mut head, 0, LI_BUF);
+    v.reserve(head_len + n * CHUNK);
+    v.resize(head_len, 0);
+    put_u16(&mut v, 0, LI_BUF);
     if zeroed {
-        put_u16(&mut head, 2, BUF_ZERO);
+        put_u16(&mut v, 2, BUF_ZERO);
     }
-    head[4] = kind_index(kind);
-    put_u64(&mut head, 8, daddr);
-    put_u32(&mut head, 16, bytes.len() as u32);
-    put_u64(&mut head, 24, map);
-    v.extend_from_slice(&head);
+    v[4] = kind_index(kind);
+    put_u64(&mut v, 8, daddr);
+    put_u32(&mut v, 16, bytes.len() as u32);
+    for (w, at) in (BUF_FIXED_LEN..head_len).step_by(MAP_WORD).enumerate() {
+        put_u64(&mut v, at, (map >> (64 * w)) as u64);
+    }
     let mut rest = map;
     while rest != 0 {
         let first = rest.trailing_zeros() as usize;
@@ -188,10 +213,10 @@ pub fn format_buf(
         let start = (first * CHUNK).min(bytes.len());
         let end = ((first + run) * CHUNK).min(bytes.len());
         v.extend_from_slice(&bytes[start..end]);
-        rest = if first + run >= 64 {
+        rest = if first + run >= MAP_CHUNKS {
             0
         } else {
-            rest & !((1u64 << (first + run)) - 1)
+            rest & !((1 << (first + run)) - 1)
         };
     }
     v
@@ -200,7 +225,7 @@ pub fn format_buf(
 /// A buffer cancel item: the block at `daddr` was freed (formatted into `v`, cleared first).
 pub fn format_cancel(mut v: Vec<u8>, kind: BlockKind, daddr: u64, len: usize) -> Vec<u8> {
     v.clear();
-    v.resize(BUF_HEADER_LEN, 0);
+    v.resize(buf_header_len(len), 0);
     put_u16(&mut v, 0, LI_BUF);
     put_u16(&mut v, 2, BUF_CANCEL);
     v[4] = kind_index(kind);
@@ -267,11 +292,13 @@ pub struct Icreate {
     pub seed: u32,
 }
 
-/// Fill a new chunk's zeroed cluster block whose first inode is `first` with free inodes,
-/// each with its CRC; generation numbers come from the chunk's `seed`. The one definition
-/// of a new cluster's bytes: chunk allocation and log recovery (icreate items) both use it.
+/// Fill a new chunk's zeroed inode cluster buffer whose first inode is `first` with free
+/// inodes, each with its CRC; generation numbers come from the chunk's `seed`. The one
+/// definition of a new cluster's bytes: chunk allocation and log recovery (icreate items)
+/// both use it.
 pub(crate) fn init_cluster(block: &mut [u8], first: u64, seed: u32, uuid: &[u8; 16], cksum: Cksum) {
-    for slot in 0..INODES_PER_BLOCK as usize {
+    debug_assert_eq!(block.len(), INODE_CLUSTER_SIZE);
+    for slot in 0..INODES_PER_CLUSTER as usize {
         let ino = first + slot as u64;
         let raw = &mut block[slot * INODE_SIZE..(slot + 1) * INODE_SIZE];
         let core = DinodeCore {
@@ -299,7 +326,7 @@ pub enum LoggedItem<'a> {
         /// The buffer's length in bytes.
         len: usize,
         /// Which chunks follow.
-        map: u64,
+        map: ChunkMap,
         /// The chunks go over zeros, not over the home block ([`BUF_ZERO`]).
         zeroed: bool,
         /// The logged chunks, in order.
@@ -330,30 +357,39 @@ pub fn parse_item(d: &[u8]) -> Result<LoggedItem<'_>, String> {
     }
     match get_u16(d, 0) {
         LI_BUF => {
-            if d.len() < BUF_HEADER_LEN {
+            if d.len() < BUF_FIXED_LEN {
                 return Err("a truncated buffer item".into());
             }
             let daddr = get_u64(d, 8);
+            let len = get_u32(d, 16) as usize;
+            if len == 0 || len > MAX_BUF_LEN || !len.is_multiple_of(512) {
+                return Err(format!("buffer item of {len} bytes"));
+            }
+            let head_len = buf_header_len(len);
+            if d.len() < head_len {
+                return Err("a truncated buffer item".into());
+            }
             if get_u16(d, 2) & BUF_CANCEL != 0 {
                 return Ok(LoggedItem::Cancel { daddr });
             }
             let kind = *BlockKind::ALL
                 .get(usize::from(d[4]))
                 .ok_or_else(|| format!("buffer item of unknown kind {}", d[4]))?;
-            let len = get_u32(d, 16) as usize;
-            let map = get_u64(d, 24);
-            if len == 0 || len > 64 * CHUNK || !len.is_multiple_of(512) {
-                return Err(format!("buffer item of {len} bytes"));
-            }
+            let map = (BUF_FIXED_LEN..head_len)
+                .step_by(MAP_WORD)
+                .enumerate()
+                .fold(0 as ChunkMap, |m, (w, at)| {
+                    m | ChunkMap::from(get_u64(d, at)) << (64 * w)
+                });
             let n = chunks_of(len);
-            if n < 64 && map >> n != 0 {
+            if n < MAP_CHUNKS && map >> n != 0 {
                 return Err(format!("buffer item map {map:#x} beyond its {len} bytes"));
             }
             let want = map.count_ones() as usize * CHUNK;
-            if d.len() - BUF_HEADER_LEN != want {
+            if d.len() - head_len != want {
                 return Err(format!(
                     "buffer item with {} data bytes for {} chunks",
-                    d.len() - BUF_HEADER_LEN,
+                    d.len() - head_len,
                     map.count_ones()
                 ));
             }
@@ -363,7 +399,7 @@ pub fn parse_item(d: &[u8]) -> Result<LoggedItem<'_>, String> {
                 len,
                 map,
                 zeroed: get_u16(d, 2) & BUF_ZERO != 0,
-                data: &d[BUF_HEADER_LEN..],
+                data: &d[head_len..],
             })
         }
         LI_INODE => {
@@ -395,10 +431,10 @@ pub fn parse_item(d: &[u8]) -> Result<LoggedItem<'_>, String> {
 }
 
 /// Lay the chunks of a buffer item over `block` (the home block's bytes).
-pub fn apply_chunks(block: &mut [u8], map: u64, data: &[u8]) {
+pub fn apply_chunks(block: &mut [u8], map: ChunkMap, data: &[u8]) {
     let mut at = 0;
     for c in 0..chunks_of(block.len()) {
-        if map & (1u64 << c) != 0 {
+        if map & (1 << c) != 0 {
             let end = ((c + 1) * CHUNK).min(block.len());
             let n = end - c * CHUNK;
             block[c * CHUNK..end].copy_from_slice(&data[at..at + n]);
@@ -428,7 +464,7 @@ mod tests {
         }
         let map = chunk_range(130, 140) | chunk_range(4000, 4095);
         let item = format_buf(Vec::new(), BlockKind::DirData, 88, &bytes, map, false);
-        assert_eq!(item.len(), BUF_HEADER_LEN + 2 * CHUNK);
+        assert_eq!(item.len(), 32 + 2 * CHUNK);
         let LoggedItem::Buf {
             kind,
             daddr,
@@ -453,6 +489,61 @@ mod tests {
         assert_eq!(&home[3968..], &bytes[3968..]);
         assert!(home[..128].iter().all(|&b| b == 0xee));
         assert!(home[256..3968].iter().all(|&b| b == 0xee));
+    }
+
+    #[test]
+    fn a_16k_buffer_item_maps_all_its_chunks_in_two_words_and_logs_only_those() {
+        let len = crate::fs::geo::INODE_CLUSTER_SIZE;
+        assert_eq!(chunks_of(len), 128);
+        let bytes: Vec<u8> = (0..len).map(|i| (i % 253) as u8).collect();
+        // A chunk in each map word and the very last one.
+        let map = chunk_range(512, 639) | chunk_range(9000, 9050) | chunk_range(len - 1, len - 1);
+        assert_eq!(map.count_ones(), 3);
+        assert_eq!(map >> 127, 1);
+        let item = format_buf(Vec::new(), BlockKind::Inode, 64, &bytes, map, false);
+        assert_eq!(buf_header_len(len), 40);
+        assert_eq!(item.len(), 40 + 3 * CHUNK, "only the dirty chunks");
+        let LoggedItem::Buf {
+            len: l,
+            map: m,
+            data,
+            ..
+        } = parse_item(&item).unwrap()
+        else {
+            panic!("not a buffer item")
+        };
+        assert_eq!((l, m), (len, map));
+        let mut home = vec![0u8; len];
+        apply_chunks(&mut home, m, data);
+        for c in 0..128 {
+            let r = c * CHUNK..(c + 1) * CHUNK;
+            if map & (1 << c) != 0 {
+                assert_eq!(home[r.clone()], bytes[r]);
+            } else {
+                assert!(home[r].iter().all(|&b| b == 0), "chunk {c}");
+            }
+        }
+        // A whole cluster's map, and one whose length does not fit a map are refused.
+        let all = format_buf(
+            Vec::new(),
+            BlockKind::Inode,
+            64,
+            &bytes,
+            chunk_range(0, len - 1),
+            true,
+        );
+        assert_eq!(all.len(), 40 + len);
+        let mut big = format_cancel(Vec::new(), BlockKind::Inode, 64, len);
+        assert_eq!(big.len(), 40);
+        assert_eq!(parse_item(&big).unwrap(), LoggedItem::Cancel { daddr: 64 });
+        big[16..20].copy_from_slice(&((MAX_BUF_LEN + 512) as u32).to_be_bytes());
+        assert!(parse_item(&big).is_err(), "longer than a map covers");
+        // A map word whose bits lie past an 8 KiB buffer's 64 chunks.
+        let mut eight = format_buf(Vec::new(), BlockKind::DirData, 8, &bytes[..8192], 1, false);
+        assert_eq!(eight.len(), 32 + CHUNK);
+        eight[16..20].copy_from_slice(&4096u32.to_be_bytes());
+        eight[24..32].copy_from_slice(&(1u64 << 40).to_be_bytes());
+        assert!(parse_item(&eight).is_err(), "map beyond the buffer");
     }
 
     #[test]

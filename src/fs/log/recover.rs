@@ -22,7 +22,7 @@ use crate::fs::cksum::Cksum;
 use crate::fs::dev::BlockDev;
 use crate::fs::error::{FsError, FsResult, IoOp};
 use crate::fs::format::{BB_PER_BLOCK, BBSIZE, BLOCK_SIZE, BlockKind, INODE_SIZE};
-use crate::fs::geo::Geometry;
+use crate::fs::geo::{BLOCKS_PER_CLUSTER, Geometry, INODE_CLUSTER_SIZE};
 use crate::fs::log::item::{
     self, CLIENT_LOG, CLIENT_TRANS, LoggedItem, OP_COMMIT, OP_CONTINUE, OP_HEADER_LEN, OP_UNMOUNT,
     OP_WAS_CONT, OpHeader, TRANS_HEADER_LEN, TRANS_MAGIC,
@@ -209,8 +209,8 @@ pub fn recover(
             let (daddr, kind, len) = match &it {
                 LoggedItem::Cancel { .. } => continue,
                 LoggedItem::Icreate(ic) => {
-                    // The chunk's cluster blocks, written afresh (their bytes were never
-                    // logged); a block freed later in the log keeps what came after.
+                    // The chunk's inode clusters, written afresh (their bytes were never
+                    // logged); a cluster freed later in the log keeps what came after.
                     for (daddr, first) in icreate_blocks(geo, ic)
                         .map_err(|why| corrupt(log_daddr, format!("icreate item: {why}")))?
                     {
@@ -222,12 +222,14 @@ pub fn recover(
                                 let (k, b) = o.into_mut();
                                 *k = BlockKind::Inode;
                                 b.clear();
-                                b.resize(BLOCK_SIZE, 0);
+                                b.resize(INODE_CLUSTER_SIZE, 0);
                                 b
                             }
                             std::collections::hash_map::Entry::Vacant(v) => {
                                 order.push(daddr);
-                                &mut v.insert((BlockKind::Inode, vec![0u8; BLOCK_SIZE])).1
+                                &mut v
+                                    .insert((BlockKind::Inode, vec![0u8; INODE_CLUSTER_SIZE]))
+                                    .1
                             }
                         };
                         item::init_cluster(b, first, ic.seed, uuid, cksum);
@@ -244,7 +246,11 @@ pub fn recover(
                             format!("log item for inode {ino} outside the filesystem"),
                         ));
                     }
-                    (geo.ino_location(*ino).0.0, BlockKind::Inode, BLOCK_SIZE)
+                    (
+                        geo.ino_location(*ino).0.0,
+                        BlockKind::Inode,
+                        INODE_CLUSTER_SIZE,
+                    )
                 }
             };
             if daddr + (len / BBSIZE) as u64 > end
@@ -318,8 +324,8 @@ pub fn recover(
     Ok(rec)
 }
 
-/// The cluster blocks of an icreate item's chunk, each with its first inode number; `Err`
-/// when the item does not describe a chunk of this filesystem.
+/// The inode clusters of an icreate item's chunk, each as its address and first inode
+/// number; `Err` when the item does not describe a chunk of this filesystem.
 fn icreate_blocks(geo: &Geometry, ic: &item::Icreate) -> Result<Vec<(u64, u64)>, String> {
     let per_block = crate::fs::format::INODES_PER_BLOCK as u32;
     let chunk = crate::fs::format::CHUNK_BLOCKS;
@@ -333,6 +339,7 @@ fn icreate_blocks(geo: &Geometry, ic: &item::Icreate) -> Result<Vec<(u64, u64)>,
         return Err(format!("{ic:?} is not an inode chunk of this filesystem"));
     }
     Ok((0..ic.length)
+        .step_by(BLOCKS_PER_CLUSTER as usize)
         .map(|b| {
             let agbno = ic.agbno + b;
             (
