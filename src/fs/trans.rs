@@ -569,13 +569,6 @@ impl<'a> Trans<'a> {
         self.relog_held(keep);
         self.count_commit();
         self.commit_logged();
-        if self.log_res == 0 && self.log_unit > 0 {
-            let fs = self.fs;
-            fs.log.regrant(self.log_unit, &|| {
-                fs.ail_push_pass(true);
-            })?;
-            self.log_res = self.log_unit;
-        }
         let mut old: Vec<Option<TBuf>> = std::mem::take(&mut self.bufs)
             .into_iter()
             .map(Some)
@@ -589,7 +582,19 @@ impl<'a> Trans<'a> {
             self.bufs.push(b);
             **id = BufId((self.bufs.len() - 1) as u32);
         }
-        // The others are released here, as their guards drop.
+        // The buffers not kept are released here, BEFORE the regrant below may wait for log
+        // space: a thread holding an inode at the AIL's tail can be waiting for one of them,
+        // and the tail (so the space) cannot move until that thread commits. Only what the
+        // chain kept (and relogged above, so none of it pins the tail) stays held across the
+        // wait, as XFS holds only bjoin'ed and bhold'ed objects across xfs_trans_roll.
+        drop(old);
+        if self.log_res == 0 && self.log_unit > 0 {
+            let fs = self.fs;
+            fs.log.regrant(self.log_unit, &|| {
+                fs.ail_push_pass(true);
+            })?;
+            self.log_res = self.log_unit;
+        }
         Ok(())
     }
 
