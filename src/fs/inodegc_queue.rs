@@ -31,12 +31,10 @@ struct State {
     since: Option<Instant>,
     /// Run the queue without waiting for the timer (free space is low).
     urgent: bool,
-    /// Batches the worker has taken; while `busy`, this one is in flight.
+    /// Batches the worker has taken; while it has finished fewer, the last is in flight.
     taken: u64,
     /// Batches the worker has finished.
     finished: u64,
-    /// The worker is inactivating a batch.
-    busy: bool,
     /// The worker leaves queued inodes alone (tests and benches: a worker that cannot keep up).
     held: bool,
     /// The worker should exit (unmount, or the mount dropped).
@@ -47,6 +45,13 @@ struct State {
     high_water: usize,
     /// Times a queueing thread ran the backlog itself.
     throttled: u64,
+}
+
+impl State {
+    /// The worker is inactivating a batch (it has taken one it has not finished).
+    fn busy(&self) -> bool {
+        self.finished < self.taken
+    }
 }
 
 /// What the worker thread and the mount share.
@@ -111,7 +116,7 @@ impl InodeGc {
     /// Whether inodes are queued or being inactivated by the worker.
     pub fn pending(&self) -> bool {
         let st = self.shared.state.lock();
-        !st.queue.is_empty() || st.busy
+        !st.queue.is_empty() || st.busy()
     }
 
     /// Hold the worker (`true`: queued inodes stay queued until a flush or the throttle) or
@@ -165,7 +170,8 @@ impl InodeGc {
     pub(crate) fn take_all(&self) -> (Vec<Arc<Inode>>, Option<u64>) {
         let mut st = self.shared.state.lock();
         st.since = None;
-        (std::mem::take(&mut st.queue), st.busy.then_some(st.taken))
+        let in_flight = st.busy().then_some(st.taken);
+        (std::mem::take(&mut st.queue), in_flight)
     }
 
     /// Wait until the worker has finished batch `n` (if given); returns the first error the
@@ -223,7 +229,6 @@ impl WorkerSide {
         }
         st.since = None;
         st.urgent = false;
-        st.busy = true;
         st.taken += 1;
         Some(std::mem::take(&mut st.queue))
     }
@@ -231,7 +236,6 @@ impl WorkerSide {
     /// The batch taken last is done; keep its first error for the next flush.
     pub(crate) fn finish(&self, result: Result<(), FsError>) {
         let mut st = self.0.state.lock();
-        st.busy = false;
         st.finished += 1;
         if let Err(e) = result {
             st.error.get_or_insert(e);
