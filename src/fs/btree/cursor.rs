@@ -16,6 +16,8 @@
 use std::cmp::Ordering;
 use std::marker::PhantomData;
 
+use smallvec::SmallVec;
+
 use super::block::{
     self, Entry, Side, SpecGeom, child_ptr, copy_entries, corrupt_at, entry_key, is_null,
     log_entries, numrecs, ptr_ok, put_entry, put_rec, read_block, rec_at, set_numrecs, set_sibling,
@@ -36,6 +38,12 @@ pub(crate) struct Level {
     /// 1-based entry index; 0 = before the first entry.
     pub idx: usize,
 }
+
+/// A cursor's levels, root last. Kept inline: a cursor is made for nearly every tree operation
+/// (several per create), and a path on the heap cost each one an allocation and a free. Eight
+/// levels cover every tree labfs can build on a device it can address; a deeper (corrupt) root
+/// level still works, spilling to the heap, and is refused as corrupt when its blocks are read.
+type Path = SmallVec<[Level; 8]>;
 
 impl Level {
     const UNSET: Level = Level {
@@ -106,7 +114,7 @@ struct Core<S: BtreeSpec> {
 /// does by shutting down on a dirty transaction's failure.
 pub struct Cursor<S: BtreeSpec> {
     core: Core<S>,
-    path: Vec<Level>,
+    path: Path,
 }
 
 impl<S: BtreeSpec> Cursor<S> {
@@ -121,7 +129,7 @@ impl<S: BtreeSpec> Cursor<S> {
                 tally: Tally::default(),
                 _spec: PhantomData,
             },
-            path: Vec::new(),
+            path: Path::new(),
         }
     }
 
@@ -816,7 +824,7 @@ impl<S: BtreeSpec> Core<S> {
     fn insrec(
         &mut self,
         st: &mut (impl BlockStore + ?Sized),
-        path: &mut Vec<Level>,
+        path: &mut Path,
         level: usize,
         entry: &Entry<S>,
     ) -> FsResult<Option<(S::Key, u64)>> {
@@ -922,11 +930,7 @@ impl<S: BtreeSpec> Core<S> {
 
     /// Grow the tree by one level above the two halves of a split root
     /// (XFS `xfs_btree_new_root`).
-    fn new_root(
-        &mut self,
-        st: &mut (impl BlockStore + ?Sized),
-        path: &mut Vec<Level>,
-    ) -> FsResult<()> {
+    fn new_root(&mut self, st: &mut (impl BlockStore + ?Sized), path: &mut Path) -> FsResult<()> {
         self.tally.inc(BtreeOp::Newroot);
         let top = path.len() - 1;
         let cur = path[top];
@@ -995,7 +999,7 @@ impl<S: BtreeSpec> Core<S> {
         set_numrecs::<S, _>(st, rbuf, rrecs + 1);
         // The right block has a new first key: step a copy of the path into it (XFS's
         // temporary cursor) and fix its parents' keys.
-        let mut t = path.to_vec();
+        let mut t = Path::from_slice(path);
         t[level].idx = lrecs - 1;
         if !self.increment_at(st, &mut t, level)? {
             return Err(corrupt_at::<S, _>(
@@ -1053,7 +1057,7 @@ impl<S: BtreeSpec> Core<S> {
     fn delrec(
         &mut self,
         st: &mut (impl BlockStore + ?Sized),
-        path: &mut Vec<Level>,
+        path: &mut Path,
         level: usize,
     ) -> FsResult<Deleted> {
         let at = path[level];
@@ -1231,7 +1235,7 @@ impl<S: BtreeSpec> Core<S> {
     fn kill_root(
         &mut self,
         st: &mut (impl BlockStore + ?Sized),
-        path: &mut Vec<Level>,
+        path: &mut Path,
         level: usize,
     ) -> FsResult<()> {
         self.tally.inc(BtreeOp::Killroot);
