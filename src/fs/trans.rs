@@ -26,6 +26,8 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use smallvec::SmallVec;
+
 use crate::fs::Fs;
 use crate::fs::btree::store::BufId;
 use crate::fs::buf::{BufGuard, GetMode};
@@ -177,11 +179,15 @@ impl<'a> Trans<'a> {
         } else {
             0
         };
+        let spare = SPARE_VECS.try_with(std::cell::Cell::take).ok().flatten();
+        let (bufs, inodes) = spare.unwrap_or_else(|| {
+            // Room for a create's buffers and inodes, so pushes do not grow the vectors.
+            (Vec::with_capacity(16), Vec::with_capacity(4))
+        });
         Trans {
             fs,
-            // Room for a create's buffers and inodes, so pushes do not grow the vectors.
-            bufs: Vec::with_capacity(16),
-            inodes: Vec::with_capacity(4),
+            bufs,
+            inodes,
             sync: false,
             done: false,
             reader: resv == Resv::None,
@@ -673,8 +679,10 @@ impl<'a> Trans<'a> {
             + self.icreates.len();
         let mut spare = crate::fs::log::ItemBufs::default();
         fs.log.item_bufs(small_items, buf_items, &mut spare);
-        let mut vecs = Vec::with_capacity(buf_items + small_items);
-        let mut bufs = Vec::with_capacity(self.bufs.len());
+        // Inline up to a create's worth of items: these live only until the CIL takes them,
+        // and on the heap they were three allocations and frees per commit.
+        let mut vecs: SmallVec<[LogVec; 16]> = SmallVec::with_capacity(buf_items + small_items);
+        let mut bufs: SmallVec<[usize; 16]> = SmallVec::with_capacity(self.bufs.len());
         for (i, b) in self.bufs.iter_mut().enumerate() {
             if b.stale {
                 // Freed: earlier images of the block must not be replayed over its next use.
@@ -759,7 +767,7 @@ impl<'a> Trans<'a> {
             });
             bufs.push(i);
         }
-        let mut inodes = Vec::with_capacity(self.inodes.len());
+        let mut inodes: SmallVec<[(usize, bool); 4]> = SmallVec::with_capacity(self.inodes.len());
         for (i, t) in self.inodes.iter_mut().enumerate() {
             let f = std::mem::take(&mut t.logged);
             let TLock::Exclusive(w) = &mut t.lock else {
@@ -851,5 +859,29 @@ impl Drop for Trans<'_> {
             self.fs
                 .shutdown("a transaction was cancelled after changing metadata");
         }
+        let (mut bufs, mut inodes) = (
+            std::mem::take(&mut self.bufs),
+            std::mem::take(&mut self.inodes),
+        );
+        // Release what is still held (a cancelled or read-only transaction's buffers and
+        // locks) before the vectors are kept for the next transaction.
+        bufs.clear();
+        inodes.clear();
+        if bufs.capacity() <= SPARE_MAX_BUFS {
+            // (During the thread's exit the slot may be gone: the vectors are then just freed.)
+            let _ = SPARE_VECS.try_with(|s| s.set(Some((bufs, inodes))));
+        }
     }
+}
+
+/// The largest buffer vector kept for reuse: a transaction that held many buffers (a big
+/// truncate's batch) does not leave its memory parked in every thread that ran one.
+const SPARE_MAX_BUFS: usize = 64;
+
+thread_local! {
+    /// The emptied held-buffer and held-inode vectors of this thread's last transaction, taken
+    /// by its next one: every create, lookup and write-back runs a transaction, and fresh
+    /// vectors were two allocations and frees each time.
+    static SPARE_VECS: std::cell::Cell<Option<(Vec<TBuf>, Vec<TInode>)>> =
+        const { std::cell::Cell::new(None) };
 }

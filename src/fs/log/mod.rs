@@ -708,7 +708,7 @@ impl Log {
 
     /// Insert a transaction's items into the CIL (XFS's `xlog_cil_commit`), giving back its
     /// reservation of `resv` bytes. Returns the checkpoint sequence the items belong to.
-    pub fn commit(&self, vecs: Vec<LogVec>, resv: u64) -> u64 {
+    pub fn commit(&self, vecs: impl IntoIterator<Item = LogVec>, resv: u64) -> u64 {
         let mut cil = self.cil.lock();
         let mut delta: i64 = 0;
         for v in vecs {
