@@ -14,6 +14,12 @@
 //! the metadata buffers and index slots the caches keep). A sampled profile of the
 //! allocation calls put most of them in transactions (their commit's log vectors, item
 //! buffers, the transaction itself) and in B+tree cursor paths; the dentry cache makes none.
+//! Later that day, with the cursor path inline and a commit's vectors inline or reused from
+//! the thread's last transaction: 7.5 allocations, 6.2 frees and 2,096 bytes per create
+//! (1.21 still live at the end). Files per CPU-second did not move measurably with it (8
+//! interleaved rounds at 200k files: medians 101.4k before, 99.2k after; 4 at 800k: 74.9k,
+//! 75.3k; spread of each about 10%, load 6 on 2 cores): glibc's per-thread caches make a
+//! small allocation and free cheap, so what is left of the create's cost is elsewhere.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
