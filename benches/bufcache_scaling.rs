@@ -51,6 +51,14 @@
 //! smaller in-core inode): last loop 121,813 / 85,281 / 58,979 files/s at 200k / 800k /
 //! 3.2M (ratio 0.48), per CPU-second 102,964 / 77,773 / 53,922 (0.52); RSS 1813 / 1392 / 988
 //! B per file; 0.15 and 0.28 hand steps per file.
+//!
+//! 2026-12-03 evening, after the inline cursor path and transaction vectors (7.5 heap
+//! allocations per create instead of 17.7), load 1.4-3.5: last loop 104,364 / 65,891 /
+//! 52,163 files/s (ratio 0.50), per CPU-second 105,778 / 79,162 / 54,821 (0.52); RSS 1776 /
+//! 1372 / 981 B per file, buffer cache 580 / 328 / 80 B per file; 0.06 and 0.11 hand steps
+//! per file. Against the tree before those two commits, interleaved (8 rounds at 200k, 4 at
+//! 800k, 3 at 3.2M) the per-CPU-second medians moved +0.4%, +0.5% and -3%, inside the
+//! rounds' spread: fewer allocations alone did not buy speed.
 
 use std::path::PathBuf;
 
