@@ -6,5 +6,6 @@
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    fslab::cli::memory::use_base_pages();
     fslab::cli::labfs::main()
 }

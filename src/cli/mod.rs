@@ -7,6 +7,7 @@
 //! - [`backend_args`]: `--fs`, `--device`, `-o`, `--mkfs`.
 //! - [`observe`]: `--trace*` and `--stats*`, and the [`observe::Observer`] they configure.
 //! - [`interrupt`]: the two-stage Ctrl-C.
+//! - [`memory`]: the process's memory policy (no transparent huge pages), set first by every binary.
 //! - [`fiolike`]: fio's command line and job files, and the fiolike command.
 //! - [`fsmark`]: fs_mark's command line and the fsmark command.
 //! - [`csumhist`]: csumhist's subcommands (run, stat, bench).
@@ -23,6 +24,7 @@ pub mod fiolike;
 pub mod fsmark;
 pub mod interrupt;
 pub mod labfs;
+pub mod memory;
 pub mod mount;
 pub mod observe;
 pub mod syncbench;

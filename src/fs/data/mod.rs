@@ -413,17 +413,25 @@ impl Fs {
                 }
             }
         }
+        // A run of one page (every fsync of a small file) goes to the device straight from
+        // the page; only longer runs are gathered into one buffer for a single request.
         let mut io = Vec::new();
         let mut written = 0usize;
         for (disk, blocks) in &runs {
-            io.clear();
             let cache = w.ext.as_ref().expect("has dirty pages");
-            for b in blocks {
-                io.extend_from_slice(&cache.pages[b].bytes[..]);
-            }
+            let bytes: &[u8] = match blocks.as_slice() {
+                [b] => &cache.pages[b].bytes[..],
+                _ => {
+                    io.clear();
+                    for b in blocks {
+                        io.extend_from_slice(&cache.pages[b].bytes[..]);
+                    }
+                    &io
+                }
+            };
             self.bufs
                 .dev()
-                .write_at(&io, disk << BLOCK_SHIFT, false)
+                .write_at(bytes, disk << BLOCK_SHIFT, false)
                 .map_err(|e| FsError::io(IoOp::WriteData, Some(disk * BB_PER_BLOCK), e))?;
             written += blocks.len();
         }

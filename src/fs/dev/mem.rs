@@ -4,7 +4,8 @@
 //!
 //! The device is an array of 4 KiB pages behind a two-level page table: a fixed top-level
 //! array of [`OnceLock`]s, each holding (once touched) a leaf of 4096 page slots, each slot a
-//! [`OnceLock`] holding a boxed page. Looking a page up is two atomic loads and no lock, so
+//! [`OnceLock`] holding a boxed page (its state, and its 4 KiB of bytes in an allocation of
+//! their own). Looking a page up is two atomic loads and no lock, so
 //! I/O on different pages never contends on a shared lock; a page is only allocated by its
 //! first write (reads of unwritten pages return zeroes without allocating), and is never freed
 //! before the device, which is what lets lookups hand out plain references. Each page carries
@@ -67,7 +68,8 @@ enum Undo {
 }
 
 struct PageState {
-    data: [u8; PAGE_SIZE],
+    /// The page's bytes, in an allocation of their own (see [`zeroed_page`]).
+    data: Box<[u8; PAGE_SIZE]>,
     /// Whether the page has never been written (its data is all zero by construction).
     fresh: bool,
     /// The epoch `undo` belongs to; 0 means none.
@@ -76,6 +78,19 @@ struct PageState {
 }
 
 type Page = RwLock<PageState>;
+
+/// A new all-zero page buffer, allocated zeroed. Kept apart from the page's state, it is
+/// exactly 4 KiB, an allocator size class of its own: inline with the state it made a
+/// 4.1 KiB object that took a 5 KiB slot, spanning two memory pages, and was zeroed by a
+/// store loop. Allocated zeroed, fresh memory from the system needs no zeroing pass, so a
+/// page costs its one page fault, taken by the write that fills it.
+fn zeroed_page() -> Box<[u8; PAGE_SIZE]> {
+    // The conversion cannot fail (the length is PAGE_SIZE); the fallback keeps it panic-free.
+    vec![0u8; PAGE_SIZE]
+        .into_boxed_slice()
+        .try_into()
+        .unwrap_or_else(|_| Box::new([0; PAGE_SIZE]))
+}
 type Leaf = Box<[OnceLock<Box<Page>>]>;
 
 /// Undo buffers each dirty shard keeps for reuse after a flush (1 MiB per shard). Reusing
@@ -216,7 +231,7 @@ impl MemDev {
         Some(slot.get_or_init(|| {
             self.resident_pages.fetch_add(1, Ordering::Relaxed);
             Box::new(RwLock::new(PageState {
-                data: [0; PAGE_SIZE],
+                data: zeroed_page(),
                 fresh: true,
                 undo_epoch: 0,
                 undo: Undo::None,
@@ -269,9 +284,11 @@ impl MemDev {
                             st.fresh = true;
                         }
                     }
-                    Undo::Saved(saved) => {
+                    Undo::Saved(mut saved) => {
                         if current {
-                            st.data = *saved;
+                            // The saved copy becomes the page; the live bytes' buffer is
+                            // the one recycled.
+                            std::mem::swap(&mut st.data, &mut saved);
                         }
                         freed.push(saved);
                     }
@@ -297,7 +314,7 @@ impl MemDev {
         st.data[at] ^= mask;
         if st.undo_epoch == epoch {
             if let Undo::Zero = st.undo {
-                st.undo = Undo::Saved(Box::new([0; PAGE_SIZE]));
+                st.undo = Undo::Saved(zeroed_page());
             }
             if let Undo::Saved(saved) = &mut st.undo {
                 saved[at] ^= mask;
@@ -324,7 +341,7 @@ impl MemDev {
             }
             if let Some(dst) = copy.page_or_alloc(pno) {
                 let mut d = dst.write();
-                d.data = st.data;
+                *d.data = *st.data;
                 d.fresh = false;
             }
         }
@@ -377,7 +394,7 @@ impl BlockDev for MemDev {
                 // Durable now: if a crash would revert this page, make it keep these bytes.
                 if st.undo_epoch == epoch {
                     if let Undo::Zero = st.undo {
-                        st.undo = Undo::Saved(Box::new([0; PAGE_SIZE]));
+                        st.undo = Undo::Saved(zeroed_page());
                     }
                     if let Undo::Saved(saved) = &mut st.undo {
                         saved[range.clone()].copy_from_slice(src);
@@ -396,10 +413,10 @@ impl BlockDev for MemDev {
                 } else {
                     match spare {
                         Some(mut buf) => {
-                            *buf = st.data;
+                            *buf = *st.data;
                             Undo::Saved(buf)
                         }
-                        None => Undo::Saved(Box::new(st.data)),
+                        None => Undo::Saved(st.data.clone()),
                     }
                 };
                 st.undo_epoch = epoch;
