@@ -12,17 +12,30 @@
 //! `ig reclaims` follow the in-core inode, as the kernel counts them.
 //!
 //! As the kernel's `xfs_inodegc_queue`:
-//! - the worker runs [`QUEUE_DELAY`] after the first inode of a batch is queued (one jiffy,
-//!   `mod_delayed_work(.., 1)`), or at once when more than [`QUEUE_NOW_ABOVE`] wait;
+//! - the worker runs once no inode was queued for [`QUEUE_DELAY`] (one jiffy: every inode
+//!   queued re-arms the kernel's `mod_delayed_work(.., 1)`), or at once when free space is low;
 //! - it takes the whole queue and inactivates the newest first (`llist_del_all` hands over a
 //!   LIFO list), so the blocks of files unlinked one after another are freed in the opposite
 //!   order, which shapes the free-space trees;
-//! - past [`MAX_BACKLOG`] queued inodes the unlinking thread does the work itself before it
-//!   returns (the throttle: the kernel's frontend runs the queue, `xfs_inodegc_want_flush_work`),
-//!   so an unlink storm cannot queue without bound;
-//! - [`Fs::inodegc_flush`] empties the queue and waits for a batch in flight: unmount, freeze
+//! - past [`MAX_BACKLOG`] queued inodes the unlinking thread inactivates the queue before it
+//!   returns (the throttle, `xfs_inodegc_want_flush_work`; the kernel's frontend waits for its
+//!   worker to do it), after the worker's batch in flight, so an unlink storm cannot queue
+//!   without bound and the frees keep the queue's order;
+//! - [`Fs::inodegc_flush`] waits for a batch in flight and empties the queue: unmount, freeze
 //!   ([`Fs::quiesce`]), sync, and a create that ran out of space or inodes before it retries
 //!   (XFS's `xfs_blockgc_free_space` flushes inodegc before giving up with ENOSPC).
+//!
+//! One difference, on purpose: XFS also queues its worker at once when more than an inode
+//! cluster's worth (32) wait (`xfs_inodegc_want_queue_work`). That work is bound to the
+//! unlinking task's CPU, so it runs only when the scheduler switches to it there: during an
+//! unlink storm the list grows far past 32 first, to a length set by the task's time slice
+//! and capped by the throttle (the kernel fixtures' free-space inserts per file imply batches
+//! of about 100 to 258 inodes). labfs's worker has a core of its own and would take the queue
+//! at once, 33 inodes and whatever arrived while it woke: a batch length set by the
+//! scheduler, different on every run. Which extents a batch frees together, and in what
+//! order, decides how free-space records are made and merged (`abtb2`/`abtc2` inserts,
+//! deletes and moves), so labfs leaves a storm's queue to the throttle: its batches end at a
+//! count, where the kernel's end at their longest, and those counts follow the workload.
 //!
 //! Locks: the queue's mutex is a list lock (the last rank) and is never held while an inode is
 //! inactivated; inactivation itself (`Fs::inactivate`) reserves log space before it locks
@@ -35,7 +48,7 @@ use crate::fs::error::{FsError, FsResult};
 use crate::fs::inode::{Inode, InodeWrite, iflags};
 use crate::fs::stats::Stat;
 
-pub use crate::fs::inodegc_queue::{InodeGc, MAX_BACKLOG, QUEUE_DELAY, QUEUE_NOW_ABOVE};
+pub use crate::fs::inodegc_queue::{InodeGc, MAX_BACKLOG, QUEUE_DELAY};
 
 /// Start the worker for `fs` (mount, once the mount is assembled).
 pub(crate) fn start(fs: &Arc<Fs>) -> FsResult<()> {
@@ -50,7 +63,7 @@ pub(crate) fn start(fs: &Arc<Fs>) -> FsResult<()> {
                     // dropped here, and the mount's drop then stops this thread (without
                     // joining it).
                     let result = match weak.upgrade() {
-                        Some(fs) => fs.inactivate_batch(batch),
+                        Some(fs) => fs.inactivate_batch(&batch),
                         None => Ok(()),
                     };
                     side.finish(result);
@@ -87,18 +100,17 @@ impl Fs {
         let low_space = self.fdblocks.load(std::sync::atomic::Ordering::Relaxed)
             < (self.geo.dblocks / 20) as i64;
         let backlog = self.inodegc.push(ip, low_space);
-        backlog.map_or(Ok(()), |batch| self.inactivate_batch(batch))
+        backlog.map_or(Ok(()), |batch| self.inactivate_batch(&batch))
     }
 
-    /// Inactivate every queued inode now and wait for the worker's batch in flight, so every
-    /// inode whose last link went before this call is freed when it returns. Reports the
-    /// first error inactivation met since the last flush.
+    /// Wait for the worker's batch in flight and inactivate every queued inode after it, so
+    /// every inode whose last link went before this call is freed when it returns. Reports
+    /// the first error inactivation met since the last flush.
     pub fn inodegc_flush(&self) -> FsResult<()> {
-        let (batch, in_flight) = self.inodegc.take_all();
-        let mine = self.inactivate_batch(batch);
-        let theirs = self.inodegc.wait_for_batch(in_flight);
-        mine?;
-        theirs.map_or(Ok(()), Err)
+        let (batch, theirs) = self.inodegc.take_all();
+        let mine = self.inactivate_batch(&batch);
+        theirs.map_or(Ok(()), Err)?;
+        mine
     }
 
     /// Run `op`; if it runs out of space or inodes while inactivations are pending, flush
@@ -119,10 +131,10 @@ impl Fs {
 
     /// Inactivate a batch taken from the queue, newest first; every inode is tried, the first
     /// error is returned.
-    fn inactivate_batch(&self, batch: Vec<Arc<Inode>>) -> FsResult<()> {
+    fn inactivate_batch(&self, batch: &[Arc<Inode>]) -> FsResult<()> {
         let mut first = Ok(());
-        for ip in batch.into_iter().rev() {
-            let r = self.inactivate(&ip);
+        for ip in batch.iter().rev() {
+            let r = self.inactivate(ip);
             if first.is_ok() {
                 first = r;
             }

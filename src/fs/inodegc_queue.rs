@@ -10,13 +10,10 @@ use crate::fs::error::FsError;
 use crate::fs::inode::Inode;
 use crate::fs::lockcheck::{LockClass, LockId, OrderedMutex};
 
-/// How long the worker waits after the first inode of a batch is queued: one jiffy at the
-/// common `HZ=1000` (the kernel queues its delayed work with a delay of 1).
+/// How long the queue must go without a new inode before the worker takes what is queued,
+/// however few: one jiffy at the common `HZ=1000` (the kernel queues its delayed work with a
+/// delay of 1, re-armed by every inode queued, as `mod_delayed_work` does).
 pub const QUEUE_DELAY: Duration = Duration::from_millis(1);
-
-/// More queued inodes than this start the worker at once: XFS's `inodes_per_cluster` (a
-/// 16 KiB cluster of 512-byte inodes), its threshold in `xfs_inodegc_want_queue_work`.
-pub const QUEUE_NOW_ABOVE: usize = 32;
 
 /// More queued inodes than this make the queueing thread run the queue itself (XFS's
 /// `XFS_INODEGC_MAX_BACKLOG`, four inode chunks).
@@ -27,8 +24,10 @@ pub const MAX_BACKLOG: usize = 4 * 64;
 struct State {
     /// Inodes waiting, oldest first.
     queue: Vec<Arc<Inode>>,
-    /// When the oldest of them was queued (the worker's timer runs from there).
-    since: Option<Instant>,
+    /// When the newest of them was queued (the worker's timer runs from there).
+    last_queued: Option<Instant>,
+    /// The worker thread (a throttle in it must not wait for its own batch).
+    worker: Option<std::thread::ThreadId>,
     /// Run the queue without waiting for the timer (free space is low).
     urgent: bool,
     /// Batches the worker has taken; while it has finished fewer, the last is in flight.
@@ -57,7 +56,7 @@ impl State {
 /// What the worker thread and the mount share.
 struct Shared {
     state: OrderedMutex<State>,
-    /// Wakes the worker: work queued, the queue went past [`QUEUE_NOW_ABOVE`], a flush, a stop.
+    /// Wakes the worker: the first inode queued, low space, a release of the hold, a stop.
     work: parking_lot::Condvar,
     /// Wakes flushes waiting for the worker's batch.
     done: parking_lot::Condvar,
@@ -137,53 +136,50 @@ impl InodeGc {
             let _ = h.join();
         }
     }
-    /// Add `ip` to the queue, waking the worker as XFS queues its delayed work: the first
-    /// inode of a batch starts its timer, more than [`QUEUE_NOW_ABOVE`] (or low space) make
-    /// it run now. Returns the whole queue for the caller to run itself when more than
-    /// [`MAX_BACKLOG`] were waiting (the throttle).
+    /// Add `ip` to the queue, waking the worker as XFS queues its delayed work: every inode
+    /// re-arms its timer, low space makes it run now. Returns the whole queue for the caller
+    /// to run itself when more than [`MAX_BACKLOG`] were waiting (the throttle), once the
+    /// worker's batch in flight is done.
     pub(crate) fn push(&self, ip: Arc<Inode>, low_space: bool) -> Option<Vec<Arc<Inode>>> {
         let shared = &self.shared;
         let mut st = shared.state.lock();
         let items = st.queue.len();
         st.queue.push(ip);
         st.high_water = st.high_water.max(st.queue.len());
-        if items == 0 {
-            st.since = Some(Instant::now());
-        }
+        st.last_queued = Some(Instant::now());
         if low_space && !st.urgent {
             st.urgent = true;
             shared.work.notify_one();
-        } else if items == 0 || items == QUEUE_NOW_ABOVE + 1 {
+        } else if items == 0 {
             shared.work.notify_one();
         }
-        if items > MAX_BACKLOG {
-            st.throttled += 1;
-            st.since = None;
-            Some(std::mem::take(&mut st.queue))
-        } else {
-            None
+        if items <= MAX_BACKLOG {
+            return None;
         }
-    }
-
-    /// Take the whole queue for a flush, with the number of the worker's batch in flight if
-    /// it is busy (wait for it with [`InodeGc::wait_for_batch`]).
-    pub(crate) fn take_all(&self) -> (Vec<Arc<Inode>>, Option<u64>) {
-        let mut st = self.shared.state.lock();
-        st.since = None;
-        let in_flight = st.busy().then_some(st.taken);
-        (std::mem::take(&mut st.queue), in_flight)
-    }
-
-    /// Wait until the worker has finished batch `n` (if given); returns the first error the
-    /// worker met since the last call.
-    pub(crate) fn wait_for_batch(&self, n: Option<u64>) -> Option<FsError> {
-        let mut st = self.shared.state.lock();
-        if let Some(n) = n {
-            while st.finished < n {
-                st.wait(&self.shared.done);
+        st.throttled += 1;
+        st.last_queued = None;
+        let backlog = std::mem::take(&mut st.queue);
+        // The backlog is newer than the worker's batch in flight: its frees come after that
+        // batch's, as the kernel's throttle waits for its worker to run the list.
+        if st.worker != Some(std::thread::current().id()) {
+            while st.busy() {
+                st.wait(&shared.done);
             }
         }
-        st.error.take()
+        Some(backlog)
+    }
+
+    /// Take the whole queue for a flush once the worker's batch in flight (if any) is done,
+    /// so the flush frees after it, as the queue's order says. Returns the first error the
+    /// worker met since the last flush with it.
+    pub(crate) fn take_all(&self) -> (Vec<Arc<Inode>>, Option<FsError>) {
+        let mut st = self.shared.state.lock();
+        while st.busy() {
+            st.wait(&self.shared.done);
+        }
+        st.last_queued = None;
+        let error = st.error.take();
+        (std::mem::take(&mut st.queue), error)
     }
 
     /// The worker's side of the queue.
@@ -193,6 +189,7 @@ impl InodeGc {
 
     /// Keep the worker thread's handle, to stop and join it.
     pub(crate) fn set_thread(&self, handle: std::thread::JoinHandle<()>) {
+        self.shared.state.lock().worker = Some(handle.thread().id());
         *self.thread.lock() = Some(handle);
     }
 }
@@ -201,8 +198,10 @@ impl InodeGc {
 pub(crate) struct WorkerSide(Arc<Shared>);
 
 impl WorkerSide {
-    /// Wait for a batch to be due and take it: the whole queue, [`QUEUE_DELAY`] after its
-    /// first inode or at once past [`QUEUE_NOW_ABOVE`]. `None` when the worker should exit.
+    /// Wait for a batch to be due and take it: the whole queue, once no inode was queued for
+    /// [`QUEUE_DELAY`] or at once when free space is low. `None` when the worker should exit.
+    /// The timer runs from the newest inode, so during an unlink storm the worker leaves the
+    /// queue to the throttle (see [`crate::fs::inodegc`] for why).
     pub(crate) fn next_batch(&self) -> Option<Vec<Arc<Inode>>> {
         let shared = &self.0;
         let mut st = shared.state.lock();
@@ -214,11 +213,10 @@ impl WorkerSide {
                 st.wait(&shared.work);
                 continue;
             }
-            if st.queue.len() <= QUEUE_NOW_ABOVE
-                && !st.urgent
-                && let Some(since) = st.since
+            if !st.urgent
+                && let Some(last) = st.last_queued
             {
-                let due = since + QUEUE_DELAY;
+                let due = last + QUEUE_DELAY;
                 let now = Instant::now();
                 if now < due {
                     st.wait_for(&shared.work, due - now);
@@ -227,9 +225,9 @@ impl WorkerSide {
             }
             break;
         }
-        st.since = None;
         st.urgent = false;
         st.taken += 1;
+        st.last_queued = None;
         Some(std::mem::take(&mut st.queue))
     }
 
