@@ -793,7 +793,8 @@ impl<'a> Trans<'a> {
             return 0;
         }
         let res = std::mem::take(&mut self.log_res);
-        let seq = fs.log.commit(vecs, res);
+        // Drained in place: passing the inline vector by value would copy all its slots.
+        let seq = fs.log.commit(vecs.drain(..), res);
         fs.log.add_busy(std::mem::take(&mut self.freed), seq);
         for i in bufs {
             self.bufs[i].guard.pin(seq);
