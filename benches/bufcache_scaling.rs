@@ -62,6 +62,11 @@
 
 use std::path::PathBuf;
 
+// The same allocator and page policy as the `fsmark` binary, so the rates are the ones a user
+// of `fsmark -S0 -s 0` sees.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::Parser;
 use fslab::backend::open::{BackendConfig, LabConfig, open};
 use fslab::cli::fsmark::FsmarkArgs;
@@ -173,6 +178,7 @@ fn one(per_loop: u32, loops: u32) {
 }
 
 fn main() {
+    fslab::cli::memory::use_base_pages();
     if let Some(v) = std::env::var_os("FSLAB_SCALING_ONE") {
         let v: Vec<u32> = v
             .to_str()
