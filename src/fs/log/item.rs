@@ -239,12 +239,7 @@ pub fn format_cancel(mut v: Vec<u8>, kind: BlockKind, daddr: u64, len: usize) ->
 /// formatted into `v` (cleared first).
 pub fn format_inode(mut v: Vec<u8>, ino: u64, fields: u8, image: &[u8]) -> Vec<u8> {
     debug_assert_eq!(image.len(), INODE_SIZE);
-    let used = image
-        .iter()
-        .rposition(|&b| b != 0)
-        .map_or(0, |i| i + 1)
-        .next_multiple_of(8)
-        .clamp(CORE_SIZE, INODE_SIZE);
+    let used = used_len(image);
     let image = &image[..used];
     let mut head = [0u8; INODE_HEADER_LEN];
     put_u16(&mut head, 0, LI_INODE);
@@ -255,6 +250,17 @@ pub fn format_inode(mut v: Vec<u8>, ino: u64, fields: u8, image: &[u8]) -> Vec<u
     v.extend_from_slice(&head);
     v.extend_from_slice(image);
     v
+}
+
+/// How much of an inode image an inode item carries: up to the end of the 8-byte word holding
+/// its last non-zero byte, never less than the core. Scanned a word at a time from the end
+/// (the fork is mostly zeros; a byte loop over it was most of a commit's inode formatting).
+fn used_len(image: &[u8]) -> usize {
+    // CORE_SIZE is a multiple of 8, so the words past it are the image's own 8-byte words.
+    let words = image[CORE_SIZE..].chunks_exact(8);
+    let zero = |w: &[u8]| u64::from_ne_bytes(w.try_into().unwrap_or([1; 8])) == 0;
+    let tail = words.len() - words.rev().take_while(|w| zero(w)).count();
+    (CORE_SIZE + tail * 8).min(INODE_SIZE)
 }
 
 /// A new inode chunk: `count` inodes of `isize` bytes in the `length` blocks from AG block
@@ -544,6 +550,21 @@ mod tests {
         eight[16..20].copy_from_slice(&4096u32.to_be_bytes());
         eight[24..32].copy_from_slice(&(1u64 << 40).to_be_bytes());
         assert!(parse_item(&eight).is_err(), "map beyond the buffer");
+    }
+
+    #[test]
+    fn an_inode_item_ends_at_the_word_of_its_last_non_zero_byte() {
+        for last in 0..INODE_SIZE {
+            let mut img = [0u8; INODE_SIZE];
+            img[last] = 0x80;
+            let want = (last + 1).next_multiple_of(8).max(CORE_SIZE);
+            let item = format_inode(Vec::new(), 5, fields::CORE, &img);
+            assert_eq!(
+                item.len(),
+                INODE_HEADER_LEN + want,
+                "last non-zero byte {last}"
+            );
+        }
     }
 
     #[test]
