@@ -13,19 +13,20 @@
 //! # Counters: sharded, relaxed, summed on read
 //!
 //! The kernel keeps one `struct __xfsstats` per CPU and sums them when the file is read. A
-//! userspace process cannot cheaply pin an update to "its CPU" (threads migrate between the
-//! lookup and the add), so [`XfsStats`] keeps *per-thread-slot* shards instead: each thread
-//! draws a slot number once (round robin, in a thread-local) and always bumps shard
-//! `slot % shards`. Each shard is aligned to 128 bytes (two cache lines, which also defeats
-//! the adjacent-line prefetcher) so two threads on different shards never share a line. The
-//! adds are `Relaxed` atomics: counters order nothing, and a reader only needs each value to
-//! be some value it had, exactly what the kernel's racy per-CPU sum gives too.
+//! userspace process cannot cheaply pin an update to "its CPU" (threads migrate between the lookup
+//! and the add), so [`XfsStats`] keeps *per-thread-slot* shards instead: each thread draws a slot
+//! number once (round robin, in a thread-local) and always bumps shard `slot % shards`, the shard
+//! count a power of two so that is a mask, not a division (every counter bump computes it twice,
+//! for the mount's set and the global one). Each shard is aligned to 128 bytes (two cache lines,
+//! which also defeats the adjacent-line prefetcher) so two threads on different shards never share
+//! a line. The adds are `Relaxed` atomics: counters order nothing, and a reader only needs each
+//! value to be some value it had, exactly what the kernel's racy per-CPU sum gives too.
 //!
-//! The shard count is twice the CPUs the process may use. Slots are handed out to threads,
-//! not CPUs, so with exactly one shard per CPU two running threads collide as soon as the
-//! round robin wraps once; doubling the shards halves how often busy threads share a line
-//! when a workload runs more threads than CPUs, while a snapshot still only sums
-//! `2 × CPUs × 268` values (microseconds) and memory stays at ~2.3 KiB per CPU.
+//! The shard count is twice the CPUs the process may use, rounded up to a power of two. Slots are
+//! handed out to threads, not CPUs, so with exactly one shard per CPU two running threads collide
+//! as soon as the round robin wraps once; doubling the shards halves how often busy threads share a
+//! line when a workload runs more threads than CPUs, while a snapshot still only sums `2 × CPUs ×
+//! 268` values (microseconds) and memory stays at ~2.3 KiB per CPU.
 //!
 //! # Wrap and clear
 //!
@@ -426,15 +427,18 @@ impl std::fmt::Debug for XfsStats {
 }
 
 impl XfsStats {
-    /// A zeroed set with twice as many shards as CPUs.
+    /// A zeroed set with twice as many shards as CPUs (rounded up to a power of two).
     pub fn new() -> Self {
         Self::with_shards(default_shards())
     }
 
-    /// A zeroed set with `shards` shards (at least one); for tests and tiny tools.
+    /// A zeroed set with `shards` shards rounded up to a power of two (at least one); for
+    /// tests and tiny tools.
     pub fn with_shards(shards: usize) -> Self {
         XfsStats {
-            shards: (0..shards.max(1)).map(|_| Shard::new()).collect(),
+            shards: (0..shards.max(1).next_power_of_two())
+                .map(|_| Shard::new())
+                .collect(),
         }
     }
 
@@ -444,7 +448,8 @@ impl XfsStats {
     }
 
     fn shard(&self, slot: usize) -> &Shard {
-        &self.shards[slot % self.shards.len()]
+        // The count is a power of two (`with_shards`): the mask is `slot % len`.
+        &self.shards[slot & (self.shards.len() - 1)]
     }
 
     fn add_at(&self, slot: usize, index: usize, n: u32) {
