@@ -12,21 +12,25 @@
 //!
 //! # Counters: sharded, relaxed, summed on read
 //!
-//! The kernel keeps one `struct __xfsstats` per CPU and sums them when the file is read. A
-//! userspace process cannot cheaply pin an update to "its CPU" (threads migrate between the lookup
-//! and the add), so [`XfsStats`] keeps *per-thread-slot* shards instead: each thread draws a slot
-//! number once (round robin, in a thread-local) and always bumps shard `slot % shards`, the shard
-//! count a power of two so that is a mask, not a division (every counter bump computes it twice,
-//! for the mount's set and the global one). Each shard is aligned to 128 bytes (two cache lines,
-//! which also defeats the adjacent-line prefetcher) so two threads on different shards never share
-//! a line. The adds are `Relaxed` atomics: counters order nothing, and a reader only needs each
-//! value to be some value it had, exactly what the kernel's racy per-CPU sum gives too.
+//! The kernel keeps one `struct __xfsstats` per CPU and sums them when the file is read; a
+//! CPU bumps its own copy with a plain add, no atomic instruction. A userspace process cannot
+//! cheaply pin an update to "its CPU" (threads migrate between the lookup and the add), so
+//! [`XfsStats`] keeps *per-thread* shards instead: each thread holds a slot number from its
+//! first bump until it exits, never the same as another live thread's (see [`slot`]), and
+//! bumps the set's *owned* shard of that number with a plain load and store. A create bumps a
+//! hundred counters, each in the mount's set and the global one; as atomic read-modify-writes
+//! (one shard per thread slot modulo the shard count, shared by threads that collided) they
+//! were a tenth of its CPU time. Threads whose slot is past the owned shards, and threads
+//! being torn down, bump a *shared* shard atomically. Each shard is aligned to 128 bytes (two
+//! cache lines, which also defeats the adjacent-line prefetcher) so two threads on different
+//! shards never share a line. Counters order nothing: a reader loads each one relaxed and
+//! only needs each value to be some value it had, exactly what the kernel's racy per-CPU sum
+//! gives too.
 //!
-//! The shard count is twice the CPUs the process may use, rounded up to a power of two. Slots are
-//! handed out to threads, not CPUs, so with exactly one shard per CPU two running threads collide
-//! as soon as the round robin wraps once; doubling the shards halves how often busy threads share a
-//! line when a workload runs more threads than CPUs, while a snapshot still only sums `2 × CPUs ×
-//! 268` values (microseconds) and memory stays at ~2.3 KiB per CPU.
+//! A default set owns four shards per CPU the process may use (at least 16; slot numbers
+//! stay below the most threads alive at once) and shares twice as many as CPUs, rounded up
+//! to a power of two. A snapshot sums them (a few thousand values, microseconds); memory is
+//! ~1.1 KiB per shard.
 //!
 //! # Wrap and clear
 //!
@@ -35,6 +39,8 @@
 //! decremented on one shard and incremented on another wraps per shard but sums correctly.
 //! [`XfsStats::clear`] follows `xfs_stats_clearall`: everything becomes 0, including the `u64`
 //! counters, except `vnodes` field 0 (in-core inodes, a level that clearing must not corrupt).
+//! It does so by keeping the sums it saw as the new zero, not by writing the shards, which
+//! only their owners write.
 //!
 //! # Global and per mount
 //!
@@ -51,10 +57,11 @@
 pub mod decode;
 pub mod host;
 pub mod layout;
+mod slot;
 
 use std::fmt::Write as _;
 use std::sync::LazyLock;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 pub use decode::{DecodeError, LineProblem, Regression, StatDiff, StatFile, StatLine, decode_text};
 pub use host::{HostStatsError, clear_host_stats, read_host_stats, read_host_stats_text};
@@ -388,28 +395,30 @@ impl Shard {
     }
 }
 
-/// Next slot number handed to a thread that bumps a counter for the first time.
-static NEXT_THREAD_SLOT: AtomicUsize = AtomicUsize::new(0);
+/// Exclusive shards per CPU a default set keeps (threads beyond them share atomically).
+const OWNED_PER_CPU: usize = 4;
 
-thread_local! {
-    /// This thread's slot; shard `slot % shards` of every [`XfsStats`] is this thread's.
-    static THREAD_SLOT: usize = NEXT_THREAD_SLOT.fetch_add(1, Ordering::Relaxed);
-}
-
-fn thread_slot() -> usize {
-    // During thread teardown the slot may be gone; any shard is correct, just shared.
-    THREAD_SLOT.try_with(|s| *s).unwrap_or(0)
-}
-
-/// Default shard count: twice the CPUs this process may run on (see the module docs).
-fn default_shards() -> usize {
+/// Default shard counts: owned shards for four times the CPUs this process may use (at
+/// least 16), shared ones for twice the CPUs (see the module docs).
+fn default_shards() -> (usize, usize) {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (cpus * 2).clamp(2, 1024)
+    (
+        (cpus * OWNED_PER_CPU).clamp(16, 1024),
+        (cpus * 2).clamp(2, 1024),
+    )
 }
 
 /// One set of XFS statistics (global or one mount's), cheap to bump from many threads.
 pub struct XfsStats {
-    shards: Box<[Shard]>,
+    /// Shard `s` belongs to the thread holding slot `s` (see [`slot`]): bumped with a plain
+    /// load and store.
+    owned: Box<[Shard]>,
+    /// For threads whose slot has no owned shard, or that are exiting: bumped atomically,
+    /// shard `slot % shared.len()` (a power of two).
+    shared: Box<[Shard]>,
+    /// What [`XfsStats::clear`] subtracts: the sums when it last ran (a clearing thread never
+    /// writes a shard another thread owns, so it cannot race with an owner's store).
+    base: Shard,
 }
 
 impl Default for XfsStats {
@@ -421,56 +430,86 @@ impl Default for XfsStats {
 impl std::fmt::Debug for XfsStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("XfsStats")
-            .field("shards", &self.shards.len())
+            .field("owned", &self.owned.len())
+            .field("shared", &self.shared.len())
             .finish()
     }
 }
 
+/// Add `n` to a counter only this thread writes: no read-modify-write needed.
+fn owned_add32(c: &AtomicU32, n: u32) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
 impl XfsStats {
-    /// A zeroed set with twice as many shards as CPUs (rounded up to a power of two).
+    /// A zeroed set with owned shards for four times the CPUs (at least 16) and shared ones
+    /// for twice the CPUs (rounded up to a power of two).
     pub fn new() -> Self {
-        Self::with_shards(default_shards())
+        let (owned, shared) = default_shards();
+        Self::with_owned_and_shared(owned, shared)
     }
 
-    /// A zeroed set with `shards` shards rounded up to a power of two (at least one); for
-    /// tests and tiny tools.
+    /// A zeroed set with `shards` owned shards and `shards` shared ones (rounded up to a
+    /// power of two, at least one); for tests and tiny tools.
     pub fn with_shards(shards: usize) -> Self {
+        Self::with_owned_and_shared(shards, shards)
+    }
+
+    fn with_owned_and_shared(owned: usize, shared: usize) -> Self {
         XfsStats {
-            shards: (0..shards.max(1).next_power_of_two())
+            owned: (0..owned.max(1)).map(|_| Shard::new()).collect(),
+            shared: (0..shared.max(1).next_power_of_two())
                 .map(|_| Shard::new())
                 .collect(),
+            base: Shard::new(),
         }
     }
 
-    /// How many shards this set keeps.
+    /// How many shards this set keeps (owned and shared).
     pub fn shard_count(&self) -> usize {
-        self.shards.len()
+        self.owned.len() + self.shared.len()
     }
 
-    fn shard(&self, slot: usize) -> &Shard {
-        // The count is a power of two (`with_shards`): the mask is `slot % len`.
-        &self.shards[slot & (self.shards.len() - 1)]
+    fn shared_shard(&self, slot: usize) -> &Shard {
+        // The count is a power of two: the mask is `slot % len`.
+        &self.shared[slot & (self.shared.len() - 1)]
     }
 
-    fn add_at(&self, slot: usize, index: usize, n: u32) {
-        if let Some(c) = self.shard(slot).c32.get(index) {
-            c.fetch_add(n, Ordering::Relaxed);
+    fn add_at(&self, slot: Option<usize>, index: usize, n: u32) {
+        match slot.and_then(|s| self.owned.get(s)) {
+            Some(shard) => {
+                if let Some(c) = shard.c32.get(index) {
+                    owned_add32(c, n);
+                }
+            }
+            None => {
+                if let Some(c) = self.shared_shard(slot.unwrap_or(0)).c32.get(index) {
+                    c.fetch_add(n, Ordering::Relaxed);
+                }
+            }
         }
     }
 
-    fn sub_at(&self, slot: usize, index: usize, n: u32) {
-        if let Some(c) = self.shard(slot).c32.get(index) {
-            c.fetch_sub(n, Ordering::Relaxed);
+    fn sub_at(&self, slot: Option<usize>, index: usize, n: u32) {
+        self.add_at(slot, index, n.wrapping_neg());
+    }
+
+    fn add64_at(&self, slot: Option<usize>, s: Stat64, n: u64) {
+        match slot.and_then(|s| self.owned.get(s)) {
+            Some(shard) => {
+                if let Some(c) = shard.c64.get(s.index()) {
+                    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+                }
+            }
+            None => {
+                if let Some(c) = self.shared_shard(slot.unwrap_or(0)).c64.get(s.index()) {
+                    c.fetch_add(n, Ordering::Relaxed);
+                }
+            }
         }
     }
 
-    fn add64_at(&self, slot: usize, s: Stat64, n: u64) {
-        if let Some(c) = self.shard(slot).c64.get(s.index()) {
-            c.fetch_add(n, Ordering::Relaxed);
-        }
-    }
-
-    fn add_btree_at(&self, slot: usize, line: BtreeLine, counts: &[u32; BTREE_FIELDS]) {
+    fn add_btree_at(&self, slot: Option<usize>, line: BtreeLine, counts: &[u32; BTREE_FIELDS]) {
         let base = line.first_index();
         for (i, &n) in counts.iter().enumerate() {
             if n != 0 {
@@ -481,33 +520,33 @@ impl XfsStats {
 
     /// Add 1 to `s` (wraps at 2^32 like the kernel's counters).
     pub fn inc(&self, s: Stat) {
-        self.add_at(thread_slot(), s.index(), 1);
+        self.add_at(slot::current(), s.index(), 1);
     }
 
     /// Subtract 1 from `s`; for gauges (`vnodes` active, `qm` dquot counts).
     pub fn dec(&self, s: Stat) {
-        self.sub_at(thread_slot(), s.index(), 1);
+        self.sub_at(slot::current(), s.index(), 1);
     }
 
     /// Add `n` to `s` (wrapping).
     pub fn add(&self, s: Stat, n: u32) {
-        self.add_at(thread_slot(), s.index(), n);
+        self.add_at(slot::current(), s.index(), n);
     }
 
     /// Add `n` to a 64-bit counter (wrapping).
     pub fn add64(&self, s: Stat64, n: u64) {
-        self.add64_at(thread_slot(), s, n);
+        self.add64_at(slot::current(), s, n);
     }
 
     /// Add a whole btree operation tally (`lookup` .. `moves`) to `line`.
     pub fn add_btree(&self, line: BtreeLine, counts: &[u32; BTREE_FIELDS]) {
-        self.add_btree_at(thread_slot(), line, counts);
+        self.add_btree_at(slot::current(), line, counts);
     }
 
-    /// Sum every shard into a point-in-time copy (each counter read once, relaxed).
-    pub fn snapshot(&self) -> StatSnapshot {
+    /// Every shard summed, before what a clear subtracts.
+    fn raw_sums(&self) -> StatSnapshot {
         let mut snap = StatSnapshot::default();
-        for shard in self.shards.iter() {
+        for shard in self.owned.iter().chain(self.shared.iter()) {
             for (sum, c) in snap.c32.iter_mut().zip(shard.c32.iter()) {
                 *sum = sum.wrapping_add(c.load(Ordering::Relaxed));
             }
@@ -518,19 +557,32 @@ impl XfsStats {
         snap
     }
 
+    /// Sum every shard into a point-in-time copy (each counter read once, relaxed), less
+    /// what the last clear saw.
+    pub fn snapshot(&self) -> StatSnapshot {
+        let mut snap = self.raw_sums();
+        for (v, b) in snap.c32.iter_mut().zip(self.base.c32.iter()) {
+            *v = v.wrapping_sub(b.load(Ordering::Relaxed));
+        }
+        for (v, b) in snap.c64.iter_mut().zip(self.base.c64.iter()) {
+            *v = v.wrapping_sub(b.load(Ordering::Relaxed));
+        }
+        snap
+    }
+
     /// Zero every counter except `vnodes` field 0 (in-core inodes), like writing 1 to
-    /// `stats_clear`; the `u64` counters are zeroed too.
+    /// `stats_clear`; the `u64` counters are zeroed too. Done by remembering the sums as the
+    /// new zero, so the shards (each written by its own thread) are left alone.
     pub fn clear(&self) {
         let keep = Stat::VnActive.index();
-        for shard in self.shards.iter() {
-            for (i, c) in shard.c32.iter().enumerate() {
-                if i != keep {
-                    c.store(0, Ordering::Relaxed);
-                }
+        let now = self.raw_sums();
+        for (i, (b, &v)) in self.base.c32.iter().zip(now.c32.iter()).enumerate() {
+            if i != keep {
+                b.store(v, Ordering::Relaxed);
             }
-            for c in shard.c64.iter() {
-                c.store(0, Ordering::Relaxed);
-            }
+        }
+        for (b, &v) in self.base.c64.iter().zip(now.c64.iter()) {
+            b.store(v, Ordering::Relaxed);
         }
     }
 }
@@ -564,35 +616,35 @@ impl MountStats {
 
     /// Add 1 to `s` in the mount's set and the global one.
     pub fn inc(&self, s: Stat) {
-        let slot = thread_slot();
+        let slot = slot::current();
         self.mount.add_at(slot, s.index(), 1);
         global().add_at(slot, s.index(), 1);
     }
 
     /// Subtract 1 from `s` in both sets.
     pub fn dec(&self, s: Stat) {
-        let slot = thread_slot();
+        let slot = slot::current();
         self.mount.sub_at(slot, s.index(), 1);
         global().sub_at(slot, s.index(), 1);
     }
 
     /// Add `n` to `s` in both sets.
     pub fn add(&self, s: Stat, n: u32) {
-        let slot = thread_slot();
+        let slot = slot::current();
         self.mount.add_at(slot, s.index(), n);
         global().add_at(slot, s.index(), n);
     }
 
     /// Add `n` to a 64-bit counter in both sets.
     pub fn add64(&self, s: Stat64, n: u64) {
-        let slot = thread_slot();
+        let slot = slot::current();
         self.mount.add64_at(slot, s, n);
         global().add64_at(slot, s, n);
     }
 
     /// Add a btree operation tally to `line` in both sets.
     pub fn add_btree(&self, line: BtreeLine, counts: &[u32; BTREE_FIELDS]) {
-        let slot = thread_slot();
+        let slot = slot::current();
         self.mount.add_btree_at(slot, line, counts);
         global().add_btree_at(slot, line, counts);
     }
