@@ -16,8 +16,8 @@
 //! CPU bumps its own copy with a plain add, no atomic instruction. A userspace process cannot
 //! cheaply pin an update to "its CPU" (threads migrate between the lookup and the add), so
 //! [`XfsStats`] keeps *per-thread* shards instead: each thread holds a slot number from its
-//! first bump until it exits, never the same as another live thread's (see [`slot`]), and
-//! bumps the set's *owned* shard of that number with a plain load and store. A create bumps a
+//! first bump until it exits, never the same as another live thread's (the `slot` submodule),
+//! and bumps the set's *owned* shard of that number with a plain load and store. A create bumps a
 //! hundred counters, each in the mount's set and the global one; as atomic read-modify-writes
 //! (one shard per thread slot modulo the shard count, shared by threads that collided) they
 //! were a tenth of its CPU time. Threads whose slot is past the owned shards, and threads
