@@ -35,7 +35,7 @@ use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::{BlockKind, Daddr};
 use crate::fs::inode::{Inode, InodeCore, InodeRead, InodeWrite};
 use crate::fs::log::item::{self, fields};
-use crate::fs::log::{ItemRef, LogVec};
+use crate::fs::log::{BufSource, ItemRef, LogVec};
 use crate::fs::stats::Stat;
 
 /// A block logged over zeros must hold zeros in every chunk it does not log, or replay would
@@ -663,12 +663,13 @@ impl<'a> Trans<'a> {
     /// checkpoint is stable. Returns the checkpoint sequence (0 when nothing was logged).
     fn commit_logged(&mut self) -> u64 {
         let fs = self.fs;
-        // One item vector per formatted item, recycled from earlier checkpoints: buffer
-        // items take large ones, the rest small ones.
+        // One item vector per item formatted here, recycled from earlier checkpoints: inode
+        // cluster buffer items take large ones, the rest small ones (other buffer items are
+        // formatted by the CIL, see below).
         let buf_items = self
             .bufs
             .iter()
-            .filter(|b| !b.stale && (b.new || b.logged != 0))
+            .filter(|b| !b.stale && (b.new || b.logged != 0) && b.guard.kind() == BlockKind::Inode)
             .count();
         let small_items = self.bufs.iter().filter(|b| b.stale).count()
             + self
@@ -681,13 +682,14 @@ impl<'a> Trans<'a> {
         fs.log.item_bufs(small_items, buf_items, &mut spare);
         // Inline up to a create's worth of items: these live only until the CIL takes them,
         // and on the heap they were three allocations and frees per commit.
-        let mut vecs: SmallVec<[LogVec; 16]> = SmallVec::with_capacity(buf_items + small_items);
+        let mut vecs: SmallVec<[(LogVec, Option<BufSource>); 16]> =
+            SmallVec::with_capacity(self.bufs.len() + small_items);
         let mut bufs: SmallVec<[usize; 16]> = SmallVec::with_capacity(self.bufs.len());
         for (i, b) in self.bufs.iter_mut().enumerate() {
             if b.stale {
                 // Freed: earlier images of the block must not be replayed over its next use.
                 let g = &b.guard;
-                vecs.push(LogVec {
+                let vec = LogVec {
                     obj: ItemRef::Buf(Arc::clone(BufGuard::arc(g))),
                     data: item::format_cancel(
                         spare.small(),
@@ -698,7 +700,8 @@ impl<'a> Trans<'a> {
                     ail: false,
                     keep_oldest: false,
                     pins: 0,
-                });
+                };
+                vecs.push((vec, None));
                 bufs.push(i);
                 continue;
             }
@@ -711,13 +714,14 @@ impl<'a> Trans<'a> {
                     Some(k) => item::format_icreate(spare.small(), &self.icreates.swap_remove(k).1),
                     None => Vec::new(),
                 };
-                vecs.push(LogVec {
+                let vec = LogVec {
                     obj: ItemRef::Buf(Arc::clone(BufGuard::arc(g))),
                     data,
                     ail: true,
                     keep_oldest: true,
                     pins: g.bytes().len() as u32,
-                });
+                };
+                vecs.push((vec, None));
                 bufs.push(i);
                 continue;
             }
@@ -751,20 +755,46 @@ impl<'a> Trans<'a> {
             if zeroed {
                 check_unlogged_zero(g.kind(), g.daddr().0, g.bytes(), logmap);
             }
-            vecs.push(LogVec {
-                obj: ItemRef::Buf(Arc::clone(BufGuard::arc(g))),
-                data: item::format_buf(
-                    spare.large(),
-                    g.kind(),
-                    g.daddr().0,
-                    g.bytes(),
-                    logmap,
+            let obj = ItemRef::Buf(Arc::clone(BufGuard::arc(g)));
+            let pins = g.bytes().len() as u32;
+            if inode_buf {
+                let vec = LogVec {
+                    obj,
+                    data: item::format_buf(
+                        spare.large(),
+                        g.kind(),
+                        g.daddr().0,
+                        g.bytes(),
+                        logmap,
+                        zeroed,
+                    ),
+                    ail: true,
+                    keep_oldest: true,
+                    pins,
+                };
+                vecs.push((vec, None));
+            } else {
+                // Formatted by the CIL under its lock, over the context's earlier item for
+                // this buffer when it has one: only this transaction's chunks are copied.
+                // A buffer made new here was zeroed whole, so all of it is copied again.
+                let g: &BufGuard = g;
+                let source = BufSource {
+                    bytes: g.bytes(),
+                    kind: g.kind(),
+                    daddr: g.daddr().0,
+                    map: logmap,
+                    changed: if new { logmap } else { map },
                     zeroed,
-                ),
-                ail: true,
-                keep_oldest: inode_buf,
-                pins: g.bytes().len() as u32,
-            });
+                };
+                let vec = LogVec {
+                    obj,
+                    data: Vec::new(),
+                    ail: true,
+                    keep_oldest: false,
+                    pins,
+                };
+                vecs.push((vec, Some(source)));
+            }
             bufs.push(i);
         }
         let mut inodes: SmallVec<[(usize, bool); 4]> = SmallVec::with_capacity(self.inodes.len());
@@ -780,13 +810,14 @@ impl<'a> Trans<'a> {
             w.di.changecount += 1;
             w.dirty = true;
             let image = fs.encode_inode(w, ip.ino);
-            vecs.push(LogVec {
+            let vec = LogVec {
                 obj: ItemRef::Inode(ip),
                 data: item::format_inode(spare.small(), w.inode().ino, f, &image),
                 ail: true,
                 keep_oldest: false,
                 pins: 0,
-            });
+            };
+            vecs.push((vec, None));
             inodes.push((i, f & !fields::TIMESTAMP != 0));
         }
         if vecs.is_empty() && inodes.is_empty() && bufs.is_empty() {
@@ -795,6 +826,8 @@ impl<'a> Trans<'a> {
         let res = std::mem::take(&mut self.log_res);
         // Drained in place: passing the inline vector by value would copy all its slots.
         let seq = fs.log.commit(vecs.drain(..), res);
+        // Its sources borrow the buffers, which are pinned next.
+        drop(vecs);
         fs.log.add_busy(std::mem::take(&mut self.freed), seq);
         for i in bufs {
             self.bufs[i].guard.pin(seq);

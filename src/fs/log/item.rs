@@ -222,6 +222,87 @@ pub fn format_buf(
     v
 }
 
+/// Bring buffer item `v`, formatted earlier in this CIL context from the same buffer, up to
+/// the item [`format_buf`] would make now: the map widened to `map`, the `changed` chunks and
+/// those new to the map copied from `bytes`, the others kept (nothing changed them since: every
+/// change to a held buffer is logged, so it is in `changed`). A hot directory block is relogged
+/// by every create, and formatting its whole dirty range again each time was most of the bytes
+/// a commit copied; the chunks one create changes are a few. Returns false, leaving `v` as it
+/// was, when `v` is not such an item (a cancel, the other zeroed state, another block or
+/// length, chunks outside `map`): the caller formats afresh.
+pub fn relog_buf(
+    v: &mut Vec<u8>,
+    kind: BlockKind,
+    daddr: u64,
+    bytes: &[u8],
+    map: ChunkMap,
+    changed: ChunkMap,
+    zeroed: bool,
+) -> bool {
+    let head_len = buf_header_len(bytes.len());
+    if !bytes.len().is_multiple_of(CHUNK)
+        || bytes.len() > MAX_BUF_LEN
+        || v.len() < head_len
+        || get_u16(v, 0) != LI_BUF
+        || get_u16(v, 2) != if zeroed { BUF_ZERO } else { 0 }
+        || v[4] != kind_index(kind)
+        || get_u64(v, 8) != daddr
+        || get_u32(v, 16) as usize != bytes.len()
+    {
+        return false;
+    }
+    let mut old: ChunkMap = 0;
+    for (w, at) in (BUF_FIXED_LEN..head_len).step_by(MAP_WORD).enumerate() {
+        old |= ChunkMap::from(get_u64(v, at)) << (64 * w);
+    }
+    let old_len = head_len + old.count_ones() as usize * CHUNK;
+    if old & !map != 0 || changed & !map != 0 || v.len() != old_len {
+        return false;
+    }
+    if map == old {
+        // The usual relog: no chunk new to the map, so every chunk keeps its place and
+        // only the changed ones are copied, a run of consecutive chunks at a time.
+        let mut rest = changed;
+        while rest != 0 {
+            let first = rest.trailing_zeros() as usize;
+            let run = (rest >> first).trailing_ones() as usize;
+            let at = head_len + (old & ((1 << first) - 1)).count_ones() as usize * CHUNK;
+            let len = run * CHUNK;
+            v[at..at + len].copy_from_slice(&bytes[first * CHUNK..first * CHUNK + len]);
+            rest = if first + run >= MAP_CHUNKS {
+                0
+            } else {
+                rest & !((1 << (first + run)) - 1)
+            };
+        }
+        return true;
+    }
+    let new_len = head_len + map.count_ones() as usize * CHUNK;
+    v.resize(new_len, 0);
+    // From the last chunk down, so a kept chunk moves up (to make room for new ones below
+    // it) before anything is written over its old place.
+    let (mut old_at, mut new_at) = (old_len, new_len);
+    let mut rest = map;
+    while rest != 0 {
+        let c = (ChunkMap::BITS - 1 - rest.leading_zeros()) as usize;
+        rest &= !(1 << c);
+        new_at -= CHUNK;
+        let kept = old & (1 << c) != 0;
+        if kept {
+            old_at -= CHUNK;
+        }
+        if !kept || changed & (1 << c) != 0 {
+            v[new_at..new_at + CHUNK].copy_from_slice(&bytes[c * CHUNK..(c + 1) * CHUNK]);
+        } else if old_at != new_at {
+            v.copy_within(old_at..old_at + CHUNK, new_at);
+        }
+    }
+    for (w, at) in (BUF_FIXED_LEN..head_len).step_by(MAP_WORD).enumerate() {
+        put_u64(v, at, (map >> (64 * w)) as u64);
+    }
+    true
+}
+
 /// A buffer cancel item: the block at `daddr` was freed (formatted into `v`, cleared first).
 pub fn format_cancel(mut v: Vec<u8>, kind: BlockKind, daddr: u64, len: usize) -> Vec<u8> {
     v.clear();
@@ -565,6 +646,76 @@ mod tests {
                 "last non-zero byte {last}"
             );
         }
+    }
+
+    #[test]
+    fn a_relogged_buffer_item_is_the_item_formatted_whole() {
+        let mut bytes = vec![0u8; 4096];
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (i % 253) as u8;
+        }
+        let first = chunk_range(1000, 1100) | chunk_range(3000, 3100);
+        let mut item = format_buf(Vec::new(), BlockKind::DirData, 88, &bytes, first, false);
+        // Changed chunks already in the map, then chunks new to it below, between and above
+        // the kept ones (which must move up intact).
+        let steps = [
+            (first, chunk_range(1000, 1010)),
+            (
+                first | 1 | chunk_range(2000, 2200) | chunk_range(4000, 4095),
+                1 << 16,
+            ),
+        ];
+        for (round, (map, changed)) in steps.into_iter().enumerate() {
+            // Only chunks the round says changed (or adds) change.
+            if round == 0 {
+                bytes[1005] ^= 0xff;
+            }
+            bytes[2100] ^= 0xff;
+            bytes[4000] ^= 0xff;
+            bytes[2] ^= 0xff;
+            assert!(relog_buf(
+                &mut item,
+                BlockKind::DirData,
+                88,
+                &bytes,
+                map,
+                changed | (map & !first),
+                false
+            ));
+            let whole = format_buf(Vec::new(), BlockKind::DirData, 88, &bytes, map, false);
+            assert_eq!(item, whole, "round {round}");
+        }
+        // Not the same item: another block, the zeroed state, a map that lost chunks.
+        let map = first | 1 | chunk_range(2000, 2200) | chunk_range(4000, 4095);
+        let before = item.clone();
+        assert!(!relog_buf(
+            &mut item,
+            BlockKind::DirData,
+            96,
+            &bytes,
+            map,
+            1,
+            false
+        ));
+        assert!(!relog_buf(
+            &mut item,
+            BlockKind::DirData,
+            88,
+            &bytes,
+            map,
+            1,
+            true
+        ));
+        assert!(!relog_buf(
+            &mut item,
+            BlockKind::DirData,
+            88,
+            &bytes,
+            first,
+            1,
+            false
+        ));
+        assert_eq!(item, before, "a refused relog leaves the item as it was");
     }
 
     #[test]

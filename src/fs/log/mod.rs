@@ -48,8 +48,8 @@ use crate::fs::inode::Inode;
 use crate::fs::lockcheck::{LockClass, LockId, OrderedMutex};
 use crate::fs::log::ail::Ail;
 use crate::fs::log::item::{
-    CLIENT_LOG, CLIENT_TRANS, OP_COMMIT, OP_CONTINUE, OP_HEADER_LEN, OP_START, OP_UNMOUNT,
-    OP_WAS_CONT, OpHeader,
+    CLIENT_LOG, CLIENT_TRANS, ChunkMap, OP_COMMIT, OP_CONTINUE, OP_HEADER_LEN, OP_START,
+    OP_UNMOUNT, OP_WAS_CONT, OpHeader,
 };
 use crate::fs::log::record::{Lsn, RecordHeader};
 use crate::fs::shutdown::ShutdownState;
@@ -136,8 +136,46 @@ pub struct LogVec {
     pub pins: u32,
 }
 
+/// A buffer item a commit leaves the CIL to format, from the buffer the committing
+/// transaction still holds locked: relogged in place over the context's earlier item for the
+/// buffer when there is one ([`item::relog_buf`]), else formatted whole.
+pub struct BufSource<'a> {
+    /// The buffer's bytes.
+    pub bytes: &'a [u8],
+    /// What the block holds.
+    pub kind: crate::fs::format::BlockKind,
+    /// Where it is.
+    pub daddr: u64,
+    /// Every chunk the item carries (changed since the block was last written home).
+    pub map: ChunkMap,
+    /// The chunks this transaction changed.
+    pub changed: ChunkMap,
+    /// Whether the item is logged over zeros.
+    pub zeroed: bool,
+}
+
 struct CilItem {
     vec: LogVec,
+}
+
+/// A relogged buffer item is exactly the item formatting it whole would make (checked in
+/// debug and lock-checked builds, so the whole test suite holds [`item::relog_buf`] to it).
+#[cfg(any(debug_assertions, feature = "lockcheck"))]
+fn check_relogged(relogged: &[u8], src: &BufSource<'_>) {
+    let whole = item::format_buf(
+        Vec::new(),
+        src.kind,
+        src.daddr,
+        src.bytes,
+        src.map,
+        src.zeroed,
+    );
+    assert!(
+        relogged == whole.as_slice(),
+        "relogged {} item at {} differs from its whole format",
+        src.kind,
+        src.daddr
+    );
 }
 
 /// The CIL's current context: everything committed since the last checkpoint.
@@ -708,16 +746,52 @@ impl Log {
 
     /// Insert a transaction's items into the CIL (XFS's `xlog_cil_commit`), giving back its
     /// reservation of `resv` bytes. Returns the checkpoint sequence the items belong to.
-    pub fn commit(&self, vecs: impl IntoIterator<Item = LogVec>, resv: u64) -> u64 {
+    ///
+    /// A vector paired with a [`BufSource`] comes with no data: its item is formatted here,
+    /// under the CIL's lock, so that whether the context already holds the buffer's item
+    /// cannot change before this commit is in it.
+    pub fn commit<'a>(
+        &self,
+        vecs: impl IntoIterator<Item = (LogVec, Option<BufSource<'a>>)>,
+        resv: u64,
+    ) -> u64 {
         let mut cil = self.cil.lock();
         let mut delta: i64 = 0;
-        for v in vecs {
+        // An item's size on the log: its data and its op header (none when empty).
+        let logged = |data: &[u8]| match data.len() {
+            0 => 0,
+            n => (n + OP_HEADER_LEN) as i64,
+        };
+        for (mut v, source) in vecs {
             let id = v.obj.id();
-            // An item's size on the log: its data and its op header (none when empty).
-            let logged = |data: &[u8]| match data.len() {
-                0 => 0,
-                n => (n + OP_HEADER_LEN) as i64,
-            };
+            if let Some(src) = source {
+                if let Some(&i) = cil.index.get(&id) {
+                    let old = &mut cil.items[i].vec;
+                    let before = logged(&old.data);
+                    if item::relog_buf(
+                        &mut old.data,
+                        src.kind,
+                        src.daddr,
+                        src.bytes,
+                        src.map,
+                        src.changed,
+                        src.zeroed,
+                    ) {
+                        #[cfg(any(debug_assertions, feature = "lockcheck"))]
+                        check_relogged(&old.data, &src);
+                        delta += logged(&old.data) - before;
+                        continue;
+                    }
+                }
+                // Made large when there is none, so it is recycled as a large one.
+                let spare = cil
+                    .spare
+                    .large
+                    .pop()
+                    .unwrap_or_else(|| Vec::with_capacity(item::MAX_BUF_ITEM));
+                v.data =
+                    item::format_buf(spare, src.kind, src.daddr, src.bytes, src.map, src.zeroed);
+            }
             delta += logged(&v.data);
             match cil.index.get(&id) {
                 Some(&i) => {
