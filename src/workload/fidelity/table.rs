@@ -117,8 +117,8 @@ const TWO_THREAD_TIMING: &str = "with two threads, how many free-space records t
      like the kernel's): idle, 10 of 10 runs within 2x of the fixture in all of these; \
      beside the same two processes, 12 runs: abtb2 lshift 0.06-0.29, abtc2 lshift 0-0.30, \
      abtb2 moves 114-264, abtc2 moves 155-291, fibt2 moves 0.23-0.51, abtc2 rshift 0-0.016 \
-     (up to 0.06 in 3 of 12 earlier runs): the same modes as the kernel's, so a single \
-     kernel run cannot hold labfs to 2x here";
+     (0.026-0.061 in 3 of 10 runs of an earlier loaded batch): the same modes as the \
+     kernel's, so a single kernel run cannot hold labfs to 2x here";
 const NO_ATTR_FORK: &str = "the fixtures' kernel runs with a security module, so XFS gives \
      every new inode an empty attribute fork (xfs_create_need_xattr) at its default fork \
      offset of 192 bytes: the data fork holds 12 extent records, not the 21 of the whole \
