@@ -147,7 +147,8 @@ fn the_throttle_bounds_the_queue_when_the_worker_falls_behind() {
     let used = used_inodes(&fs);
     for i in 0..n {
         fs.unlink(&root, format!("f{i}").as_bytes()).unwrap();
-        assert!(fs.inodegc.queued() <= MAX_BACKLOG + 1);
+        // Per CPU list: a thread that moves between CPUs fills more than one.
+        assert!(fs.inodegc.longest() <= MAX_BACKLOG + 1);
     }
     // The throttle runs when more than MAX_BACKLOG were queued before the newest.
     assert!(fs.inodegc.high_water() <= MAX_BACKLOG + 2);
@@ -240,4 +241,71 @@ fn queued_inodes_at_a_crash_are_freed_by_the_next_mount() {
     assert_eq!(used_inodes(&fs), used - 10, "the orphans were freed");
     assert!(fs.statfs().bfree > free_before, "their blocks came back");
     assert_clean(&fs, "after the orphans were freed");
+}
+
+/// The CPUs this thread may run on.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it for this thread.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    assert_eq!(rc, 0, "sched_getaffinity");
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: the index is below CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// Run `f` on a thread bound to `cpu`.
+fn on_cpu<T: Send>(cpu: usize, f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // SAFETY: as above; the set names one CPU this process may use.
+            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            unsafe { libc::CPU_SET(cpu, &mut set) };
+            let rc =
+                unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+            assert_eq!(rc, 0, "sched_setaffinity to CPU {cpu}");
+            f()
+        })
+        .join()
+        .expect("the bound thread")
+    })
+}
+
+#[test]
+fn each_cpu_has_its_own_list_and_its_own_throttle() {
+    let (_img, fs) = image::mem(64 << 20).mount();
+    fs.inodegc.hold_worker(true);
+    let root = fs.root().unwrap();
+    let cpus = allowed_cpus();
+    let n = MAX_BACKLOG;
+    for i in 0..2 * n {
+        create(&fs, &root, &format!("f{i}"));
+    }
+    let used = used_inodes(&fs);
+    // Half the unlinks on one CPU, half on another (the same one if there is only one).
+    let (first, second) = (cpus[0], *cpus.get(1).unwrap_or(&cpus[0]));
+    for (cpu, range) in [(first, 0..n), (second, n..2 * n)] {
+        on_cpu(cpu, || {
+            for i in range {
+                fs.unlink(&root, format!("f{i}").as_bytes()).unwrap();
+            }
+        });
+    }
+    if first != second {
+        // Two lists of MAX_BACKLOG: neither went past the throttle, nothing was freed.
+        assert_eq!(fs.inodegc.queued(), 2 * n);
+        assert_eq!(fs.inodegc.longest(), n);
+        assert_eq!(fs.inodegc.throttled(), 0);
+        assert_eq!(used_inodes(&fs), used);
+    } else {
+        // One CPU, one list: the throttle ran it when it passed MAX_BACKLOG.
+        assert_eq!(fs.inodegc.throttled(), 1);
+        assert!(fs.inodegc.longest() < n);
+    }
+    fs.inodegc_flush().unwrap();
+    assert_eq!(fs.inodegc.queued(), 0);
+    assert_eq!(used_inodes(&fs), used - 2 * n as u64);
+    fs.unmount().unwrap();
 }

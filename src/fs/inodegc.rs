@@ -12,18 +12,22 @@
 //! `ig reclaims` follow the in-core inode, as the kernel counts them.
 //!
 //! As the kernel's `xfs_inodegc_queue`:
-//! - the worker runs once no inode was queued for [`QUEUE_DELAY`] (one jiffy: every inode
-//!   queued re-arms the kernel's `mod_delayed_work(.., 1)`), or at once when free space is low;
-//! - it takes the whole queue and inactivates the newest first (`llist_del_all` hands over a
+//! - an inode goes on the list of the CPU the releasing thread runs on (one list per CPU,
+//!   [`crate::fs::inodegc_queue`]), so two unlinking threads on two CPUs fill lists of their
+//!   own;
+//! - the worker runs a list once no inode was queued on it for [`QUEUE_DELAY`] (one jiffy:
+//!   every inode queued re-arms the kernel's `mod_delayed_work(.., 1)`), or at once when free
+//!   space is low;
+//! - it takes the whole list and inactivates the newest first (`llist_del_all` hands over a
 //!   LIFO list), so the blocks of files unlinked one after another are freed in the opposite
 //!   order, which shapes the free-space trees;
-//! - past [`MAX_BACKLOG`] queued inodes the unlinking thread inactivates the queue before it
-//!   returns (the throttle, `xfs_inodegc_want_flush_work`; the kernel's frontend waits for its
-//!   worker to do it), after the worker's batch in flight, so an unlink storm cannot queue
-//!   without bound and the frees keep the queue's order;
-//! - [`Fs::inodegc_flush`] waits for a batch in flight and empties the queue: unmount, freeze
-//!   ([`Fs::quiesce`]), sync, and a create that ran out of space or inodes before it retries
-//!   (XFS's `xfs_blockgc_free_space` flushes inodegc before giving up with ENOSPC).
+//! - past [`MAX_BACKLOG`] inodes on its CPU's list the unlinking thread inactivates that list
+//!   before it returns (the throttle, `xfs_inodegc_want_flush_work`; the kernel's frontend
+//!   waits for that CPU's worker to do it), after the worker's batch in flight from the same
+//!   list, so an unlink storm cannot queue without bound and the frees keep the list's order;
+//! - [`Fs::inodegc_flush`] waits for a batch in flight and empties every list: unmount,
+//!   freeze ([`Fs::quiesce`]), sync, and a create that ran out of space or inodes before it
+//!   retries (XFS's `xfs_blockgc_free_space` flushes inodegc before giving up with ENOSPC).
 //!
 //! One difference, on purpose: XFS also queues its worker at once when more than an inode
 //! cluster's worth (32) wait (`xfs_inodegc_want_queue_work`). That work is bound to the
@@ -36,6 +40,8 @@
 //! order, decides how free-space records are made and merged (`abtb2`/`abtc2` inserts,
 //! deletes and moves), so labfs leaves a storm's queue to the throttle: its batches end at a
 //! count, where the kernel's end at their longest, and those counts follow the workload.
+//! And one worker thread runs every CPU's list, one list at a time, where the kernel has a
+//! worker per CPU: batches from two lists run one after the other, not at once.
 //!
 //! Locks: the queue's mutex is a list lock (the last rank) and is never held while an inode is
 //! inactivated; inactivation itself (`Fs::inactivate`) reserves log space before it locks

@@ -50,7 +50,7 @@ pub mod hist;
 pub mod registry;
 mod ring;
 pub mod session;
-mod sys;
+pub(crate) mod sys;
 pub mod testing;
 
 use std::fmt;
