@@ -102,6 +102,11 @@ pub fn sweep_footer(r: &SweepReport) -> String {
         s.push_str(&format!(
             "resident memory grew {b:.0} bytes per cached inode over the sweep\n"
         ));
+    } else if r.prebuild_s > 0.0 && !r.rows.is_empty() {
+        s.push_str(
+            "memory per cached inode not measured: the stats reused the memory this process freed \
+             when it evicted the tree it built (run the sweep again on the same image for it)\n",
+        );
     }
     let populate: f64 = r.rows.iter().map(|row| row.populate_s).sum();
     if let Some(last) = r.rows.last() {
@@ -242,6 +247,17 @@ mod tests {
             lines[1]
         );
         assert!(lines[1].ends_with(",100.000"), "{}", lines[1]);
+    }
+
+    #[test]
+    fn footer_gives_memory_per_inode_only_when_the_sweep_measured_it() {
+        let mut r = report();
+        r.rss_bytes_per_inode = Some(250.4);
+        assert!(sweep_footer(&r).contains("grew 250 bytes per cached inode"));
+        r.rss_bytes_per_inode = None;
+        assert!(!sweep_footer(&r).contains("per cached inode"));
+        r.prebuild_s = 90.0;
+        assert!(sweep_footer(&r).contains("memory per cached inode not measured"));
     }
 
     #[test]
