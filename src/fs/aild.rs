@@ -161,7 +161,7 @@ impl Fs {
         if w.log_seq > stable {
             return Ok(PushOutcome::Pinned);
         }
-        if !w.dirty {
+        if !ip.is_dirty() {
             return Ok(PushOutcome::Success);
         }
         if ip.has_flag(iflags::FREED) {
@@ -203,7 +203,7 @@ impl Fs {
         }
         let image = self.encode_inode(&mut w, ip.ino);
         cg.bytes_mut()[off..off + INODE_SIZE].copy_from_slice(&image);
-        w.dirty = false;
+        w.set_dirty(false);
         // The cluster's other dirty inodes whose changes are stable go home in the same
         // write (XFS's xfs_iflush_cluster): one 16 KiB write for up to 32 inodes instead of
         // one each. Only tried: a locked, pinned or freed one waits for its own push.
@@ -219,13 +219,16 @@ impl Fs {
             let Some(mut ow) = InodeWrite::try_lock(o) else {
                 continue;
             };
-            if !ow.dirty || ow.log_seq > stable || self.freed_pending.lock().contains_key(&ino) {
+            if !ow.inode().is_dirty()
+                || ow.log_seq > stable
+                || self.freed_pending.lock().contains_key(&ino)
+            {
                 continue;
             }
             let at = (ino - first) as usize * INODE_SIZE;
             let image = self.encode_inode(&mut ow, ino);
             cg.bytes_mut()[at..at + INODE_SIZE].copy_from_slice(&image);
-            ow.dirty = false;
+            ow.set_dirty(false);
             others.push(ow);
         }
         let had_item = cg.is_dirty();

@@ -27,7 +27,7 @@ use crate::fs::format::dinode::{DinodeCore, EXTENT_REC_SIZE, ForkFormat, MAX_INL
 use crate::fs::format::endian::{get_u16, get_u64, put_u16, put_u64};
 use crate::fs::format::{BlockKind, Daddr};
 use crate::fs::geo::Geometry;
-use crate::fs::inode::{BtreeFork, DELALLOC, DataFork, Extent, ForkRoot, ListChange};
+use crate::fs::inode::{BtreeFork, DELALLOC, DataFork, Extent, ExtentList, ForkRoot, ListChange};
 use crate::fs::stats::{MountStats, Stat};
 use crate::fs::trans::{InodeId, Trans};
 
@@ -89,7 +89,7 @@ pub fn decode_fork(
             if n > MAX_INLINE_EXTENTS {
                 return Err(bad(format!("{n} inline extents")));
             }
-            let list: Vec<Extent> = (0..n)
+            let list: ExtentList = (0..n)
                 .map(|i| unpack_extent(&lit[i * EXTENT_REC_SIZE..(i + 1) * EXTENT_REC_SIZE]))
                 .collect();
             check_extents(fs, &list).map_err(bad)?;
@@ -117,7 +117,7 @@ pub fn decode_fork(
             check_extents(fs, &list).map_err(bad)?;
             Ok(DataFork::Btree(Box::new(BtreeFork {
                 root,
-                extents: list,
+                extents: list.into(),
             })))
         }
     }
@@ -202,7 +202,7 @@ fn mergeable(a: &Extent, b: &Extent) -> bool {
 }
 
 /// Insert a new mapping (its range must be a hole in the list), merging with neighbours.
-pub fn insert(list: &mut Vec<Extent>, mut e: Extent) -> ListChange {
+pub fn insert(list: &mut ExtentList, mut e: Extent) -> ListChange {
     let mut ch = ListChange::default();
     let mut i = match search(list, e.startoff) {
         Ok(i) | Err(i) => i,
@@ -231,7 +231,7 @@ pub fn insert(list: &mut Vec<Extent>, mut e: Extent) -> ListChange {
 /// Unmap file blocks `off..off+len` (truncate, punch, a directory block given up), splitting
 /// extents at the edges. Returns the change and the removed pieces (what to free).
 pub fn remove_range(
-    list: &mut Vec<Extent>,
+    list: &mut ExtentList,
     off: u64,
     len: u64,
     stats: &MountStats,
@@ -246,7 +246,7 @@ pub fn remove_range(
 }
 
 /// Remove the mappings of `off..off+len` from the list (the callers count).
-fn cut_range(list: &mut Vec<Extent>, off: u64, len: u64) -> (ListChange, Vec<Extent>) {
+fn cut_range(list: &mut ExtentList, off: u64, len: u64) -> (ListChange, Vec<Extent>) {
     let end = off + len;
     let mut ch = ListChange::default();
     let mut freed = Vec::new();
@@ -295,7 +295,7 @@ fn cut_range(list: &mut Vec<Extent>, off: u64, len: u64) -> (ListChange, Vec<Ext
 
 /// Replace the mapping of `new`'s range (which must be fully mapped, e.g. by a delalloc
 /// reservation being converted, or an unwritten extent being written) with `new`.
-pub fn replace(list: &mut Vec<Extent>, new: Extent) -> ListChange {
+pub fn replace(list: &mut ExtentList, new: Extent) -> ListChange {
     let (mut ch, _) = cut_range(list, new.startoff, u64::from(new.blockcount));
     ch.merge(insert(list, new));
     ch.simplify();
@@ -451,7 +451,7 @@ pub fn set_mapping(tp: &mut Trans, ip: InodeId, e: Extent, new_blocks: bool) -> 
     crate::fs::bmbt::sync_fork(tp, ip, &change)
 }
 
-fn replace_or_insert(list: &mut Vec<Extent>, e: Extent) -> ListChange {
+fn replace_or_insert(list: &mut ExtentList, e: Extent) -> ListChange {
     if list
         .iter()
         .any(|x| x.startoff < e.end() && e.startoff < x.end())
@@ -463,7 +463,7 @@ fn replace_or_insert(list: &mut Vec<Extent>, e: Extent) -> ListChange {
 }
 
 /// The writable extent list of a fork (a local fork has none).
-pub fn fork_list_mut(fork: &mut DataFork) -> FsResult<&mut Vec<Extent>> {
+pub fn fork_list_mut(fork: &mut DataFork) -> FsResult<&mut ExtentList> {
     match fork {
         DataFork::Extents(v) => Ok(v),
         DataFork::Btree(b) => Ok(&mut b.extents),
@@ -549,7 +549,7 @@ mod tests {
     #[test]
     fn inserting_contiguous_extents_merges_them() {
         let s = MountStats::new();
-        let mut l = Vec::new();
+        let mut l = ExtentList::new();
         insert(&mut l, ext(0, 100, 4));
         insert(&mut l, ext(8, 108, 4));
         let ch = insert(&mut l, ext(4, 104, 4));
@@ -580,7 +580,7 @@ mod tests {
             blockcount: len,
             unwritten: false,
         };
-        let mut l = vec![ext(0, 100, 4), ext(8, 108, 4)];
+        let mut l: ExtentList = thin_vec::thin_vec![ext(0, 100, 4), ext(8, 108, 4)];
         // Giving up a delalloc reservation is an unmap but removes no real extent.
         insert(&mut l, delalloc(20, 4));
         remove_range(&mut l, 20, 4, &s);
@@ -620,7 +620,7 @@ mod tests {
     #[test]
     fn removing_a_middle_range_splits_and_returns_what_to_free() {
         let s = MountStats::new();
-        let mut l = vec![ext(0, 100, 10)];
+        let mut l: ExtentList = thin_vec::thin_vec![ext(0, 100, 10)];
         let (ch, freed) = remove_range(&mut l, 3, 4, &s);
         assert_eq!(l, vec![ext(0, 100, 3), ext(7, 107, 3)]);
         assert_eq!(freed, vec![ext(3, 103, 4)]);
@@ -630,7 +630,7 @@ mod tests {
 
     #[test]
     fn converting_delalloc_replaces_the_reservation() {
-        let mut l = Vec::new();
+        let mut l = ExtentList::new();
         insert(
             &mut l,
             Extent {

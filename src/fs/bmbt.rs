@@ -14,7 +14,7 @@ use crate::fs::btree::{self, LookupMode};
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::dinode::MAX_INLINE_EXTENTS;
 use crate::fs::format::{BlockKind, Daddr};
-use crate::fs::inode::{BtreeFork, DataFork, Extent, ForkRoot, ListChange};
+use crate::fs::inode::{BtreeFork, DataFork, Extent, ExtentList, ForkRoot, ListChange};
 use crate::fs::trans::{InodeId, Trans};
 use crate::fs::treestore::{TreeSpace, TreeStore, run_cursor};
 
@@ -163,7 +163,7 @@ pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<(
             let extents = match std::mem::take(fork) {
                 DataFork::Extents(v) => v,
                 DataFork::Btree(b) => b.extents,
-                DataFork::Local(_) => Vec::new(),
+                DataFork::Local(_) => ExtentList::new(),
             };
             *fork = DataFork::Btree(Box::new(BtreeFork { root: r, extents }));
         }

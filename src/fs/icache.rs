@@ -237,7 +237,7 @@ impl InodeCache {
                 let Some(core) = InodeRead::try_lock(Arc::clone(ip)) else {
                     return true;
                 };
-                let keep = core.dirty || core.ext.is_some() || core.opens > 0;
+                let keep = ip.is_dirty() || core.ext.is_some() || core.opens > 0;
                 if !keep {
                     evicted += 1;
                     Self::count_eviction(ip, stats);
@@ -321,7 +321,7 @@ mod tests {
             Lookup::Found(ip) => ip,
             Lookup::Missed => unreachable!(),
         };
-        InodeWrite::lock(Arc::clone(&dirty)).dirty = true;
+        InodeWrite::lock(Arc::clone(&dirty)).set_dirty(true);
         drop(dirty);
         c.reclaim(&stats);
         let mut left: Vec<u64> = c.all().iter().map(|ip| ip.ino).collect();

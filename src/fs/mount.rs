@@ -337,11 +337,7 @@ impl Fs {
         }
         let di = dinode::decode_core(raw, ino, &self.uuid, at)?;
         let fork = crate::fs::bmap::decode_fork(self, &di, dinode::literal(raw), ino, at)?;
-        Ok(InodeCore {
-            di,
-            fork,
-            ..InodeCore::default()
-        })
+        Ok(InodeCore::new(di, fork))
     }
 
     /// Add a brand-new inode to the cache, locked exclusive (its allocation transaction
@@ -350,14 +346,7 @@ impl Fs {
         // XFS instantiates a new inode through xfs_iget(XFS_IGET_CREATE): a cache lookup that
         // misses, or finds the number's previous, freed owner still cached and recycles it.
         self.stats.inc(Stat::IgAttempts);
-        let ip = Arc::new(Inode::new(
-            ino,
-            InodeCore {
-                di,
-                fork: DataFork::default(),
-                ..InodeCore::default()
-            },
-        ));
+        let ip = Arc::new(Inode::new(ino, InodeCore::new(di, DataFork::default())));
         // Nobody else can hold a lock on an inode object made just now: a try-lock, which
         // cannot wait, so it is not ordered against the locks the creating transaction holds
         // (XFS locks a new inode while it is still I_NEW, unseen by others).

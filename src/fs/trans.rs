@@ -629,7 +629,7 @@ impl<'a> Trans<'a> {
         for t in &mut self.inodes {
             if let TLock::Exclusive(w) = &t.lock
                 && t.logged == 0
-                && w.dirty
+                && w.inode().is_dirty()
             {
                 t.logged = fields::CORE;
             }
@@ -808,7 +808,7 @@ impl<'a> Trans<'a> {
                 continue;
             }
             w.di.changecount += 1;
-            w.dirty = true;
+            w.set_dirty(true);
             let image = fs.encode_inode(w, ip.ino);
             let vec = LogVec {
                 obj: ItemRef::Inode(ip),
@@ -834,10 +834,7 @@ impl<'a> Trans<'a> {
         }
         for (i, datasync) in inodes {
             if let TLock::Exclusive(w) = &mut self.inodes[i].lock {
-                w.log_seq = seq;
-                if datasync {
-                    w.datasync_seq = seq;
-                }
+                w.set_logged(seq, datasync);
             }
         }
         seq

@@ -512,7 +512,11 @@ impl Fs {
         self.writeback(ip)?;
         let seq = {
             let r = InodeRead::lock(Arc::clone(ip));
-            if datasync { r.datasync_seq } else { r.log_seq }
+            if datasync {
+                r.datasync_seq()
+            } else {
+                r.log_seq
+            }
         };
         let mut forced = false;
         if seq > self.log.stable_seq() {

@@ -18,7 +18,7 @@ use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::dinode::LITERAL_SIZE;
 use crate::fs::format::endian::{get_u32, put_u32};
 use crate::fs::format::{BLOCK_SIZE, BlockKind};
-use crate::fs::inode::DataFork;
+use crate::fs::inode::{DataFork, ExtentList};
 use crate::fs::trans::{InodeId, Trans};
 use crate::fs::vfs::{DirEntry, FileKind};
 
@@ -243,7 +243,7 @@ pub fn is_empty(tp: &mut Trans, dp: InodeId) -> FsResult<bool> {
 /// Convert a shortform directory (whose decoded entries are `sf`) into block form.
 pub fn from_shortform(tp: &mut Trans, dp: InodeId, sf: &super::sf::Shortform) -> FsResult<()> {
     let ino = tp.ino(dp);
-    tp.ic_mut(dp).fork = DataFork::Extents(Vec::new());
+    tp.ic_mut(dp).fork = DataFork::Extents(ExtentList::new());
     tp.log_inode(dp);
     let id = super::new_block(tp, dp, 0, KIND)?;
     let dir = super::sf::ftype(FileKind::Dir);

@@ -420,7 +420,7 @@ fn data_end(list: &[Extent]) -> u64 {
 fn set_local(tp: &mut Trans, dp: InodeId, bytes: Vec<u8>) {
     let ic = tp.ic_mut(dp);
     ic.di.size = bytes.len() as u64;
-    ic.fork = DataFork::Local(bytes.into_boxed_slice());
+    ic.fork = DataFork::Local(bytes.into());
     tp.log_inode(dp);
 }
 
