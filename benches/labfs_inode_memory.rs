@@ -10,7 +10,8 @@
 //! clean metadata buffers the buffer cache keeps, at most its 16 MiB limit). The image and
 //! the inode cache's limit grow with N.
 //!
-//! Measured 2026-12-03: 166 bytes per inode at 1,000,000, since the inode cache's shards hold
+//! Measured 2026-12-04: 147 bytes per inode at 1,000,000 (with the system allocator, as every
+//! bench), once a cached inode and its `Arc` header take 160 bytes, not 176. 2026-12-03: 166, since the inode cache's shards hold
 //! the inodes alone (not a copy of each number beside it) and a B+tree fork's root is boxed
 //! out of every inode (201 before, in the same run, populated in 8.6 s); 238 at 10,000,000
 //! before those two (populated in 99 s, one thread, on a busy machine); 249 at 1M before the
