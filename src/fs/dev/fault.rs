@@ -1027,6 +1027,10 @@ impl BlockDev for FaultDev {
         Ok(())
     }
 
+    fn reads_at_memory_speed(&self) -> bool {
+        self.inner.reads_at_memory_speed()
+    }
+
     fn describe(&self) -> String {
         format!("fault({})", self.inner.describe())
     }

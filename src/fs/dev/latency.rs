@@ -61,6 +61,13 @@ pub struct LatencyParams {
 }
 
 impl LatencyParams {
+    /// Whether a read through this model costs no time (no latency, no transfer rate).
+    pub fn reads_free(&self) -> bool {
+        self.lat.is_zero() && self.bw.is_none()
+    }
+}
+
+impl LatencyParams {
     /// No delays at all.
     pub const NONE: LatencyParams = LatencyParams {
         lat: Duration::ZERO,
@@ -268,6 +275,10 @@ impl BlockDev for LatencyDev {
         self.inner.flush()?;
         wait_until(done);
         Ok(())
+    }
+
+    fn reads_at_memory_speed(&self) -> bool {
+        self.model.params().reads_free() && self.inner.reads_at_memory_speed()
     }
 
     fn describe(&self) -> String {

@@ -463,6 +463,10 @@ impl BlockDev for MemDev {
         Ok(())
     }
 
+    fn reads_at_memory_speed(&self) -> bool {
+        true
+    }
+
     fn describe(&self) -> String {
         format!("mem:{}", format_size_iec(self.size))
     }

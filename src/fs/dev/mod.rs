@@ -81,6 +81,13 @@ pub trait BlockDev: Send + Sync {
     fn flush(&self) -> Result<(), DevError>;
     /// One line for report headers, e.g. "mem:1GiB lat=20us bw=2GiB/s flush=100us".
     fn describe(&self) -> String;
+    /// Whether a read costs no more than a copy from memory (a memory device with no read
+    /// latency modelled). The page cache then keeps no clean pages once they are written
+    /// back, as Linux keeps no page cache over DAX memory: a second copy would only cost the
+    /// memory (and, first touched, the page faults) and save nothing.
+    fn reads_at_memory_speed(&self) -> bool {
+        false
+    }
 }
 
 /// The three kinds of block I/O.

@@ -72,6 +72,10 @@ impl BlockDev for OverlayDev {
         Ok(())
     }
 
+    fn reads_at_memory_speed(&self) -> bool {
+        self.inner.reads_at_memory_speed()
+    }
+
     fn describe(&self) -> String {
         format!("overlay on {}", self.inner.describe())
     }

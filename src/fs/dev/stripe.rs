@@ -209,6 +209,13 @@ impl BlockDev for StripeDev {
         }
     }
 
+    fn reads_at_memory_speed(&self) -> bool {
+        self.members.iter().all(|m| {
+            m.model.as_ref().is_none_or(|q| q.params().reads_free())
+                && m.dev.reads_at_memory_speed()
+        })
+    }
+
     fn describe(&self) -> String {
         let member = |m: &Member| {
             format!(
