@@ -844,32 +844,30 @@ mod tests {
         cached
     }
 
+    /// A memory device with `params` modelled in front of it.
+    fn modelled_mem(params: LatencyParams) -> Arc<dyn BlockDev> {
+        let mem = Arc::new(MemDev::new(64 << 20).expect("mem"));
+        Arc::new(LatencyDev::new(mem, params))
+    }
+
     #[test]
     fn written_back_pages_stay_cached_only_over_a_device_slower_than_memory() {
         let mem: Arc<dyn BlockDev> = Arc::new(MemDev::new(64 << 20).expect("mem"));
         assert!(mem.reads_at_memory_speed());
         assert_eq!(cached_after_fsync(mem), 0, "memory device: no second copy");
         // A flush cost alone leaves reads free; a read latency makes the cache worth keeping.
-        let flush_only = LatencyParams {
+        let flush_only = modelled_mem(LatencyParams {
             flush: Duration::from_micros(10),
             ..LatencyParams::NONE
-        };
-        let dev: Arc<dyn BlockDev> = Arc::new(LatencyDev::new(
-            Arc::new(MemDev::new(64 << 20).expect("mem")),
-            flush_only,
-        ));
-        assert!(dev.reads_at_memory_speed());
-        let slow_reads = LatencyParams {
+        });
+        assert!(flush_only.reads_at_memory_speed());
+        let slow_reads = modelled_mem(LatencyParams {
             lat: Duration::from_micros(1),
             ..LatencyParams::NONE
-        };
-        let dev: Arc<dyn BlockDev> = Arc::new(LatencyDev::new(
-            Arc::new(MemDev::new(64 << 20).expect("mem")),
-            slow_reads,
-        ));
-        assert!(!dev.reads_at_memory_speed());
+        });
+        assert!(!slow_reads.reads_at_memory_speed());
         assert_eq!(
-            cached_after_fsync(dev),
+            cached_after_fsync(slow_reads),
             4,
             "slow reads: the clean pages stay"
         );
