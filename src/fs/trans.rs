@@ -35,7 +35,7 @@ use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::{BlockKind, Daddr};
 use crate::fs::inode::{Inode, InodeCore, InodeRead, InodeWrite};
 use crate::fs::log::item::{self, fields};
-use crate::fs::log::{BufSource, ItemRef, LogVec};
+use crate::fs::log::{BufSource, CommitItem, ObjRef};
 use crate::fs::stats::Stat;
 
 /// A block logged over zeros must hold zeros in every chunk it does not log, or replay would
@@ -682,15 +682,15 @@ impl<'a> Trans<'a> {
         fs.log.item_bufs(small_items, buf_items, &mut spare);
         // Inline up to a create's worth of items: these live only until the CIL takes them,
         // and on the heap they were three allocations and frees per commit.
-        let mut vecs: SmallVec<[(LogVec, Option<BufSource>); 16]> =
+        let mut vecs: SmallVec<[CommitItem; 16]> =
             SmallVec::with_capacity(self.bufs.len() + small_items);
         let mut bufs: SmallVec<[usize; 16]> = SmallVec::with_capacity(self.bufs.len());
         for (i, b) in self.bufs.iter_mut().enumerate() {
             if b.stale {
                 // Freed: earlier images of the block must not be replayed over its next use.
                 let g = &b.guard;
-                let vec = LogVec {
-                    obj: ItemRef::Buf(Arc::clone(BufGuard::arc(g))),
+                vecs.push(CommitItem {
+                    obj: ObjRef::Buf(BufGuard::arc(g)),
                     data: item::format_cancel(
                         spare.small(),
                         g.kind(),
@@ -700,28 +700,28 @@ impl<'a> Trans<'a> {
                     ail: false,
                     keep_oldest: false,
                     pins: 0,
-                };
-                vecs.push((vec, None));
+                    source: None,
+                });
                 bufs.push(i);
                 continue;
             }
             if std::mem::take(&mut b.ordered) {
                 // Its bytes are not logged: the chunk's icreate item (filed under its first
                 // buffer) recreates them; the others carry nothing but their AIL place.
-                let g = &mut b.guard;
-                g.add_logged(0);
+                b.guard.add_logged(0);
+                let g = &b.guard;
                 let data = match self.icreates.iter().position(|c| c.0 == i) {
                     Some(k) => item::format_icreate(spare.small(), &self.icreates.swap_remove(k).1),
                     None => Vec::new(),
                 };
-                let vec = LogVec {
-                    obj: ItemRef::Buf(Arc::clone(BufGuard::arc(g))),
+                vecs.push(CommitItem {
+                    obj: ObjRef::Buf(BufGuard::arc(g)),
                     data,
                     ail: true,
                     keep_oldest: true,
                     pins: g.bytes().len() as u32,
-                };
-                vecs.push((vec, None));
+                    source: None,
+                });
                 bufs.push(i);
                 continue;
             }
@@ -755,10 +755,11 @@ impl<'a> Trans<'a> {
             if zeroed {
                 check_unlogged_zero(g.kind(), g.daddr().0, g.bytes(), logmap);
             }
-            let obj = ItemRef::Buf(Arc::clone(BufGuard::arc(g)));
+            let g: &BufGuard = g;
+            let obj = ObjRef::Buf(BufGuard::arc(g));
             let pins = g.bytes().len() as u32;
             if inode_buf {
-                let vec = LogVec {
+                vecs.push(CommitItem {
                     obj,
                     data: item::format_buf(
                         spare.large(),
@@ -771,13 +772,12 @@ impl<'a> Trans<'a> {
                     ail: true,
                     keep_oldest: true,
                     pins,
-                };
-                vecs.push((vec, None));
+                    source: None,
+                });
             } else {
                 // Formatted by the CIL under its lock, over the context's earlier item for
                 // this buffer when it has one: only this transaction's chunks are copied.
                 // A buffer made new here was zeroed whole, so all of it is copied again.
-                let g: &BufGuard = g;
                 let source = BufSource {
                     bytes: g.bytes(),
                     kind: g.kind(),
@@ -786,14 +786,14 @@ impl<'a> Trans<'a> {
                     changed: if new { logmap } else { map },
                     zeroed,
                 };
-                let vec = LogVec {
+                vecs.push(CommitItem {
                     obj,
                     data: Vec::new(),
                     ail: true,
                     keep_oldest: false,
                     pins,
-                };
-                vecs.push((vec, Some(source)));
+                    source: Some(source),
+                });
             }
             bufs.push(i);
         }
@@ -803,21 +803,22 @@ impl<'a> Trans<'a> {
             let TLock::Exclusive(w) = &mut t.lock else {
                 continue;
             };
-            let ip = Arc::clone(w.inode());
             if f == 0 {
                 continue;
             }
             w.di.changecount += 1;
             w.set_dirty(true);
-            let image = fs.encode_inode(w, ip.ino);
-            let vec = LogVec {
-                obj: ItemRef::Inode(ip),
-                data: item::format_inode(spare.small(), w.inode().ino, f, &image),
+            let ino = w.inode().ino;
+            let image = fs.encode_inode(w, ino);
+            let w: &InodeWrite = w;
+            vecs.push(CommitItem {
+                obj: ObjRef::Inode(w.inode()),
+                data: item::format_inode(spare.small(), ino, f, &image),
                 ail: true,
                 keep_oldest: false,
                 pins: 0,
-            };
-            vecs.push((vec, None));
+                source: None,
+            });
             inodes.push((i, f & !fields::TIMESTAMP != 0));
         }
         if vecs.is_empty() && inodes.is_empty() && bufs.is_empty() {
@@ -826,7 +827,7 @@ impl<'a> Trans<'a> {
         let res = std::mem::take(&mut self.log_res);
         // Drained in place: passing the inline vector by value would copy all its slots.
         let seq = fs.log.commit(vecs.drain(..), res);
-        // Its sources borrow the buffers, which are pinned next.
+        // Its items borrow the buffers and inodes, which are pinned and updated next.
         drop(vecs);
         fs.log.add_busy(std::mem::take(&mut self.freed), seq);
         for i in bufs {
