@@ -70,9 +70,14 @@ pub enum ItemRef {
 impl ItemRef {
     /// The object's identity (its address, kept alive by the reference).
     pub fn id(&self) -> usize {
+        self.as_obj().id()
+    }
+
+    /// The object, borrowed.
+    pub fn as_obj(&self) -> ObjRef<'_> {
         match self {
-            ItemRef::Buf(b) => Arc::as_ptr(b) as *const u8 as usize,
-            ItemRef::Inode(i) => Self::inode_id(i),
+            ItemRef::Buf(b) => ObjRef::Buf(b),
+            ItemRef::Inode(i) => ObjRef::Inode(i),
         }
     }
 
@@ -104,7 +109,7 @@ pub enum ObjRef<'a> {
 }
 
 impl ObjRef<'_> {
-    /// The object's identity, as [`ItemRef::id`] gives it.
+    /// The object's identity: its address, which a held reference keeps from being reused.
     pub fn id(self) -> usize {
         match self {
             ObjRef::Buf(b) => Arc::as_ptr(b) as *const u8 as usize,
@@ -807,8 +812,9 @@ impl Log {
         };
         for mut v in items {
             let id = v.obj.id();
+            let held = cil.index.get(&id).copied();
             if let Some(src) = v.source.take() {
-                if let Some(&i) = cil.index.get(&id) {
+                if let Some(i) = held {
                     let old = &mut cil.items[i].vec;
                     let before = logged(&old.data);
                     if item::relog_buf(
@@ -836,8 +842,8 @@ impl Log {
                     item::format_buf(spare, src.kind, src.daddr, src.bytes, src.map, src.zeroed);
             }
             delta += logged(&v.data);
-            match cil.index.get(&id) {
-                Some(&i) => {
+            match held {
+                Some(i) => {
                     // The same object (the CIL's reference keeps its address from being
                     // reused): everything but the reference is replaced. A cancel stays a
                     // cancel only if nothing relogged the object since.
