@@ -178,6 +178,41 @@ pub fn chunk_range(first: usize, last: usize) -> ChunkMap {
     hi & !((1 << a) - 1)
 }
 
+/// The runs of consecutive chunks set in `map`, lowest first, as (first chunk, chunks).
+fn chunk_runs(map: ChunkMap) -> impl Iterator<Item = (usize, usize)> {
+    let mut rest = map;
+    std::iter::from_fn(move || {
+        if rest == 0 {
+            return None;
+        }
+        let first = rest.trailing_zeros() as usize;
+        let run = (rest >> first).trailing_ones() as usize;
+        rest = if first + run >= MAP_CHUNKS {
+            0
+        } else {
+            rest & !((1 << (first + run)) - 1)
+        };
+        Some((first, run))
+    })
+}
+
+/// The chunk map of a buffer item whose header is `head_len` bytes.
+fn get_map(d: &[u8], head_len: usize) -> ChunkMap {
+    (BUF_FIXED_LEN..head_len)
+        .step_by(MAP_WORD)
+        .enumerate()
+        .fold(0, |m, (w, at)| {
+            m | ChunkMap::from(get_u64(d, at)) << (64 * w)
+        })
+}
+
+/// Write `map` into the header (`head_len` bytes) of buffer item `v`.
+fn put_map(v: &mut [u8], head_len: usize, map: ChunkMap) {
+    for (w, at) in (BUF_FIXED_LEN..head_len).step_by(MAP_WORD).enumerate() {
+        put_u64(v, at, (map >> (64 * w)) as u64);
+    }
+}
+
 /// A buffer item: the chunks of `bytes` set in `map`, over zeros when `zeroed` (else over the
 /// home block), formatted into `v` (cleared first; a recycled vector whose allocation is
 /// reused, see [`crate::fs::log::Log::item_bufs`]).
@@ -203,21 +238,11 @@ pub fn format_buf(
     v[4] = kind_index(kind);
     put_u64(&mut v, 8, daddr);
     put_u32(&mut v, 16, bytes.len() as u32);
-    for (w, at) in (BUF_FIXED_LEN..head_len).step_by(MAP_WORD).enumerate() {
-        put_u64(&mut v, at, (map >> (64 * w)) as u64);
-    }
-    let mut rest = map;
-    while rest != 0 {
-        let first = rest.trailing_zeros() as usize;
-        let run = (rest >> first).trailing_ones() as usize;
+    put_map(&mut v, head_len, map);
+    for (first, run) in chunk_runs(map) {
         let start = (first * CHUNK).min(bytes.len());
         let end = ((first + run) * CHUNK).min(bytes.len());
         v.extend_from_slice(&bytes[start..end]);
-        rest = if first + run >= MAP_CHUNKS {
-            0
-        } else {
-            rest & !((1 << (first + run)) - 1)
-        };
     }
     v
 }
@@ -251,10 +276,7 @@ pub fn relog_buf(
     {
         return false;
     }
-    let mut old: ChunkMap = 0;
-    for (w, at) in (BUF_FIXED_LEN..head_len).step_by(MAP_WORD).enumerate() {
-        old |= ChunkMap::from(get_u64(v, at)) << (64 * w);
-    }
+    let old = get_map(v, head_len);
     let old_len = head_len + old.count_ones() as usize * CHUNK;
     if old & !map != 0 || changed & !map != 0 || v.len() != old_len {
         return false;
@@ -262,18 +284,10 @@ pub fn relog_buf(
     if map == old {
         // The usual relog: no chunk new to the map, so every chunk keeps its place and
         // only the changed ones are copied, a run of consecutive chunks at a time.
-        let mut rest = changed;
-        while rest != 0 {
-            let first = rest.trailing_zeros() as usize;
-            let run = (rest >> first).trailing_ones() as usize;
+        for (first, run) in chunk_runs(changed) {
             let at = head_len + (old & ((1 << first) - 1)).count_ones() as usize * CHUNK;
             let len = run * CHUNK;
             v[at..at + len].copy_from_slice(&bytes[first * CHUNK..first * CHUNK + len]);
-            rest = if first + run >= MAP_CHUNKS {
-                0
-            } else {
-                rest & !((1 << (first + run)) - 1)
-            };
         }
         return true;
     }
@@ -297,9 +311,7 @@ pub fn relog_buf(
             v.copy_within(old_at..old_at + CHUNK, new_at);
         }
     }
-    for (w, at) in (BUF_FIXED_LEN..head_len).step_by(MAP_WORD).enumerate() {
-        put_u64(v, at, (map >> (64 * w)) as u64);
-    }
+    put_map(v, head_len, map);
     true
 }
 
@@ -462,12 +474,7 @@ pub fn parse_item(d: &[u8]) -> Result<LoggedItem<'_>, String> {
             let kind = *BlockKind::ALL
                 .get(usize::from(d[4]))
                 .ok_or_else(|| format!("buffer item of unknown kind {}", d[4]))?;
-            let map = (BUF_FIXED_LEN..head_len)
-                .step_by(MAP_WORD)
-                .enumerate()
-                .fold(0 as ChunkMap, |m, (w, at)| {
-                    m | ChunkMap::from(get_u64(d, at)) << (64 * w)
-                });
+            let map = get_map(d, head_len);
             let n = chunks_of(len);
             if n < MAP_CHUNKS && map >> n != 0 {
                 return Err(format!("buffer item map {map:#x} beyond its {len} bytes"));
