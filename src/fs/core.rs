@@ -81,6 +81,10 @@ pub struct Fs {
     pub(crate) dirty_data_pages: AtomicU64,
     /// Pages in all page caches.
     pub(crate) cached_pages: AtomicU64,
+    /// Bytes of clean pages the page caches may keep: `dirty=` over a device slower than
+    /// memory, none over one that reads at memory speed (see `Fs::trim_page_cache`). Fixed
+    /// at mount, so write-back does not ask the device stack every time.
+    pub(crate) clean_page_budget: u64,
     /// Serialises cross-directory renames.
     pub(crate) rename_lock: OrderedMutex<()>,
     /// Unlinked inodes waiting for background inactivation, and the worker that frees them.

@@ -166,6 +166,11 @@ impl Fs {
             log_next,
         );
         let shutdown = Arc::clone(bufs.shutdown_state());
+        let clean_page_budget = if bufs.dev().reads_at_memory_speed() {
+            0
+        } else {
+            opts.dirty_bytes
+        };
         Fs {
             geo,
             uuid: sb.uuid,
@@ -187,6 +192,7 @@ impl Fs {
             wb_list: OrderedMutex::new(LIST, FastMap::default()),
             dirty_data_pages: AtomicU64::new(0),
             cached_pages: AtomicU64::new(0),
+            clean_page_budget,
             rename_lock: OrderedMutex::new(LockId::new(LockClass::RenameSerial, 0), ()),
             inodegc: crate::fs::inodegc_queue::InodeGc::new(),
             shutdown,
