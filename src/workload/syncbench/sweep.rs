@@ -378,13 +378,14 @@ pub fn run(
         // cache from the memory its eviction freed: the resident set barely grows then
         // (15 bytes per inode over a 10M sweep), which says nothing about the cache.
         let built_here = report.prebuild_s > 0.0;
-        if let (false, Subject::Lab(_), Some(before), Some(after), Some(Some(now))) = (
-            built_here,
-            &env.subject,
-            rss_before,
-            rss_bytes(),
-            report.rows.last().map(|r| r.cached),
-        ) {
+        if !built_here
+            && let (Subject::Lab(_), Some(before), Some(after), Some(Some(now))) = (
+                &env.subject,
+                rss_before,
+                rss_bytes(),
+                report.rows.last().map(|r| r.cached),
+            )
+        {
             let grown = now.saturating_sub(cached_before.unwrap_or(0));
             if grown > 0 {
                 report.rss_bytes_per_inode =
