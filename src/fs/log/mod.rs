@@ -24,9 +24,11 @@
 //!
 //! Submodules: [`item`] (the payload: ops and item formats), [`record`] (record headers,
 //! cycle stamping, the record CRC), [`scan`] (finding the valid window of records),
-//! [`ail`] (the AIL and its pusher), [`recover`] (replay at mount).
+//! [`ail`] (the AIL and its pusher), [`recover`] (replay at mount), `busy` (freed extents not
+//! yet stable).
 
 pub mod ail;
+mod busy;
 pub mod item;
 pub mod record;
 pub mod recover;
@@ -47,6 +49,7 @@ use crate::fs::fastmap::FastMap;
 use crate::fs::inode::Inode;
 use crate::fs::lockcheck::{LockClass, LockId, OrderedMutex};
 use crate::fs::log::ail::Ail;
+use crate::fs::log::busy::BusyExtents;
 use crate::fs::log::item::{
     CLIENT_LOG, CLIENT_TRANS, ChunkMap, OP_COMMIT, OP_CONTINUE, OP_HEADER_LEN, OP_START,
     OP_UNMOUNT, OP_WAS_CONT, OpHeader,
@@ -443,7 +446,7 @@ pub struct Log {
     /// Bytes transactions logged beyond their reservation (a reservation too small).
     overrun: AtomicU64,
     /// Freed extents (first block, length, checkpoint) not yet known stable.
-    busy: OrderedMutex<Vec<(u64, u32, u64)>>,
+    busy: OrderedMutex<BusyExtents>,
     /// See [`LogMount::pin_limit`].
     pin_limit: u64,
 }
@@ -521,7 +524,7 @@ impl Log {
             want_push: AtomicBool::new(false),
             shutdown,
             overrun: AtomicU64::new(0),
-            busy: OrderedMutex::new(LockId::new(LockClass::List, 0), Vec::new()),
+            busy: OrderedMutex::new(LockId::new(LockClass::List, 0), BusyExtents::default()),
             pin_limit,
         }
     }
@@ -533,8 +536,10 @@ impl Log {
         }
         let stable = self.stable_seq();
         let mut busy = self.busy.lock();
-        busy.retain(|b| b.2 > stable);
-        busy.extend(freed.into_iter().map(|(b, l)| (b, l, seq)));
+        busy.expire(stable);
+        for (block, len) in freed {
+            busy.insert(block, len, seq);
+        }
     }
 
     /// Before data is written to blocks `fsblock..+len` just allocated: if a free of any of
@@ -542,14 +547,7 @@ impl Log {
     /// crash cannot leave the old owner mapping blocks that hold the new owner's data.
     pub(crate) fn wait_busy(&self, fsblock: u64, len: u32) -> FsResult<()> {
         let stable = self.stable_seq();
-        let end = fsblock + u64::from(len);
-        let need = {
-            let busy = self.busy.lock();
-            busy.iter()
-                .filter(|b| b.2 > stable && b.0 < end && fsblock < b.0 + u64::from(b.1))
-                .map(|b| b.2)
-                .max()
-        };
+        let need = self.busy.lock().needs(fsblock, len, stable);
         match need {
             Some(seq) => self.force_seq(seq, "xfs_extent_busy_flush").map(drop),
             None => Ok(()),
