@@ -250,13 +250,21 @@ fn write_hdr(tp: &mut Trans, id: BufId, kind: BlockKind, owner: u64) {
 /// Read directory block `lblk` of `dp` as `kind`, verified (CRC and magic by the cache,
 /// self-description here).
 pub fn read_block(tp: &mut Trans, dp: InodeId, lblk: u64, kind: BlockKind) -> FsResult<BufId> {
+    try_read_block(tp, dp, lblk, kind)?
+        .ok_or_else(|| bad_dir(tp, dp, format!("{kind} block {lblk} is not mapped")))
+}
+
+/// [`read_block`] for a block that may be a hole (XFS's "may not exist" reads, as of a free
+/// index block): `None` for a hole, after one mapping lookup either way.
+pub fn try_read_block(
+    tp: &mut Trans,
+    dp: InodeId,
+    lblk: u64,
+    kind: BlockKind,
+) -> FsResult<Option<BufId>> {
     let ino = tp.ino(dp);
     let Some(phys) = bmap::map_block(tp, dp, lblk) else {
-        return Err(bad_dir(
-            tp,
-            dp,
-            format!("{kind} block {lblk} is not mapped"),
-        ));
+        return Ok(None);
     };
     let daddr = Daddr::of_block(phys);
     let id = tp.read_buf(daddr, kind, BLOCK_SIZE)?;
@@ -265,7 +273,7 @@ pub fn read_block(tp: &mut Trans, dp: InodeId, lblk: u64, kind: BlockKind) -> Fs
         daddr: daddr.0,
         what: format!("directory {ino} block {lblk}: {w}"),
     })?;
-    Ok(id)
+    Ok(Some(id))
 }
 
 /// Allocate directory block `lblk` (a hole) and start it as an empty block of `kind` with

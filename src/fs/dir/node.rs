@@ -400,6 +400,19 @@ pub fn free_best(b: &[u8], i: usize) -> u16 {
 /// Read free-index block `f`.
 pub fn read_free(tp: &mut Trans, dp: InodeId, f: u64) -> FsResult<FreeBlk> {
     let id = read_block(tp, dp, FREE_FIRST + f, BlockKind::DirFree)?;
+    free_blk(tp, id, f)
+}
+
+/// [`read_free`], or `None` when free-index block `f` is a hole.
+fn try_read_free(tp: &mut Trans, dp: InodeId, f: u64) -> FsResult<Option<FreeBlk>> {
+    match super::try_read_block(tp, dp, FREE_FIRST + f, BlockKind::DirFree)? {
+        Some(id) => free_blk(tp, id, f).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Check the header of held free-index block `id` (number `f`) and describe it.
+fn free_blk(tp: &Trans, id: BufId, f: u64) -> FsResult<FreeBlk> {
     let b = tp.buf(id);
     let firstdb = u64::from(get_u32(b, FIRSTDB));
     let nvalid = get_u32(b, NVALID) as usize;
@@ -501,8 +514,18 @@ fn last_free_index(list: &[Extent]) -> Option<u64> {
         .map(|e| e.end() - 1 - FREE_FIRST)
 }
 
-/// Choose a data block for an entry of `size` bytes: `(db, true)` for a new block.
-fn find_space(tp: &mut Trans, dp: InodeId, size: u16) -> FsResult<(u64, bool)> {
+/// Where a new entry goes: a data block with room in it, described by the free-index block
+/// that said so (held, read once: XFS's `xfs_dir2_node_addname_int` keeps that buffer too),
+/// or a new data block.
+enum Space {
+    /// Existing data block `db`, which free-index block `fr` lists with room.
+    Existing { db: u64, fr: FreeBlk },
+    /// Data block `db` is to be made.
+    New { db: u64 },
+}
+
+/// Choose a data block for an entry of `size` bytes.
+fn find_space(tp: &mut Trans, dp: InodeId, size: u16) -> FsResult<Space> {
     let usable = |v: u16| v != NULL_BEST && v >= size;
     // The last data block is the usual answer: find it without listing every free-index
     // block (a create in a big directory did that, allocating, every time).
@@ -515,7 +538,8 @@ fn find_space(tp: &mut Trans, dp: InodeId, size: u16) -> FsResult<(u64, bool)> {
     };
     let last = read_free(tp, dp, last_f)?;
     if last.nvalid > 0 && usable(free_best(tp.buf(last.id), last.nvalid - 1)) {
-        return Ok((last_f * FREE_BESTS + last.nvalid as u64 - 1, false));
+        let db = last_f * FREE_BESTS + last.nvalid as u64 - 1;
+        return Ok(Space::Existing { db, fr: last });
     }
     let frees = free_indexes(tp.ic(dp).fork.extents());
     let mut hole = None;
@@ -531,7 +555,8 @@ fn find_space(tp: &mut Trans, dp: InodeId, size: u16) -> FsResult<(u64, bool)> {
         for i in 0..fr.nvalid {
             let v = free_best(b, i);
             if usable(v) {
-                return Ok((f * FREE_BESTS + i as u64, false));
+                let db = f * FREE_BESTS + i as u64;
+                return Ok(Space::Existing { db, fr });
             }
             if v == NULL_BEST && hole.is_none() {
                 hole = Some(f * FREE_BESTS + i as u64);
@@ -541,10 +566,9 @@ fn find_space(tp: &mut Trans, dp: InodeId, size: u16) -> FsResult<(u64, bool)> {
             hole = Some(f * FREE_BESTS + fr.nvalid as u64);
         }
     }
-    Ok((
-        hole.unwrap_or(last_f * FREE_BESTS + last.nvalid as u64),
-        true,
-    ))
+    Ok(Space::New {
+        db: hole.unwrap_or(last_f * FREE_BESTS + last.nvalid as u64),
+    })
 }
 
 /// Add an entry.
@@ -558,17 +582,19 @@ pub fn add(
 ) -> FsResult<()> {
     let owner = tp.ino(dp);
     let size = data::entsize(name.len()) as u16;
-    let (db, new) = find_space(tp, dp, size)?;
-    let f = db / FREE_BESTS;
-    let did = if new {
-        super::new_data_block(tp, dp, db)?
-    } else {
-        read_block(tp, dp, db, BlockKind::DirData)?
-    };
-    let mut fr = if bmap::map_block(tp, dp, FREE_FIRST + f).is_some() {
-        read_free(tp, dp, f)?
-    } else {
-        new_free(tp, dp, f)?
+    let (db, did, mut fr) = match find_space(tp, dp, size)? {
+        Space::Existing { db, fr } => (db, read_block(tp, dp, db, BlockKind::DirData)?, fr),
+        Space::New { db } => {
+            let did = super::new_data_block(tp, dp, db)?;
+            // The new block's free-index block may itself be a hole: one mapping lookup
+            // either way, as XFS's `xfs_dir2_free_try_read`.
+            let f = db / FREE_BESTS;
+            let fr = match try_read_free(tp, dp, f)? {
+                Some(fr) => fr,
+                None => new_free(tp, dp, f)?,
+            };
+            (db, did, fr)
+        }
     };
     let off = leaf::place(tp, did, name, ino, ftype)?;
     let v = data::refresh_bestfree(tp, did, BlockKind::DirData, BLOCK_SIZE)?;
