@@ -8,13 +8,14 @@
 //! whose checkpoint became stable leave in amortised O(1) each. Before, one vector was
 //! rescanned on every free and every allocation: quadratic in an unlink storm with no forces.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 
-/// One busy range as the map holds it.
+/// One busy range as the map holds it (keyed by its first block).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Busy {
-    /// Blocks in the range.
-    len: u32,
+    /// The block after the range's last.
+    end: u64,
     /// Checkpoint sequence whose stability frees the range.
     seq: u64,
 }
@@ -41,8 +42,10 @@ impl BusyExtents {
                 break;
             }
             self.order.pop_front();
-            if self.ranges.get(&start).is_some_and(|b| b.seq == seq) {
-                self.ranges.remove(&start);
+            if let Entry::Occupied(e) = self.ranges.entry(start)
+                && e.get().seq == seq
+            {
+                e.remove();
             }
         }
     }
@@ -55,40 +58,34 @@ impl BusyExtents {
         if len == 0 {
             return;
         }
-        let mut lo = start;
-        let mut hi = start + u64::from(len);
-        let mut seq = seq;
-        let touching: Vec<u64> = self
-            .ranges
-            .range(..hi)
-            .rev()
-            .take_while(|(s, b)| **s + u64::from(b.len) > lo)
-            .map(|(s, _)| *s)
-            .collect();
-        for s in touching {
-            let b = self.ranges.remove(&s).expect("key just listed");
-            lo = lo.min(s);
-            hi = hi.max(s + u64::from(b.len));
-            seq = seq.max(b.seq);
+        let mut merged = Busy {
+            end: start + u64::from(len),
+            seq,
+        };
+        let mut first = start;
+        // Ranges do not overlap, so the ones this overlaps are the last few that begin
+        // before its end; each one merged can only move `first` down past ranges that end
+        // at or before it.
+        while let Some((&s, &b)) = self.ranges.range(..merged.end).next_back()
+            && b.end > first
+        {
+            self.ranges.remove(&s);
+            first = first.min(s);
+            merged.end = merged.end.max(b.end);
+            merged.seq = merged.seq.max(b.seq);
         }
-        // A merged range longer than an extent can be is split; each part keeps the sequence.
-        while lo < hi {
-            let part = (hi - lo).min(u64::from(u32::MAX)) as u32;
-            self.ranges.insert(lo, Busy { len: part, seq });
-            self.order.push_back((lo, seq));
-            lo += u64::from(part);
-        }
+        self.ranges.insert(first, merged);
+        self.order.push_back((first, merged.seq));
     }
 
     /// The latest checkpoint sequence above `stable` that freed any block of
     /// `start..start+len`, if any: the sequence the log must be forced to before the blocks
     /// may hold new data.
     pub(crate) fn needs(&self, start: u64, len: u32, stable: u64) -> Option<u64> {
-        let end = start + u64::from(len);
         self.ranges
-            .range(..end)
+            .range(..start + u64::from(len))
             .rev()
-            .take_while(|(s, b)| **s + u64::from(b.len) > start)
+            .take_while(|(_, b)| b.end > start)
             .map(|(_, b)| b.seq)
             .filter(|&seq| seq > stable)
             .max()
