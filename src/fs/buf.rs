@@ -36,7 +36,7 @@ use crate::fs::error::{FsError, FsResult, IoOp, ShutdownReason};
 use crate::fs::format::endian::{get_u16, get_u32};
 use crate::fs::format::{BB_PER_BLOCK, BLOCK_SIZE, BlockKind, Daddr, INODE_SIZE, Magic};
 use crate::fs::lockcheck::{self, Held, LockClass, LockId, OrderedMutex};
-use crate::fs::log::item::ChunkMap;
+use crate::fs::log::item::{ChunkMap, CilSlot};
 use crate::fs::shutdown::ShutdownState;
 use crate::fs::stats::{MountStats, Stat};
 
@@ -93,6 +93,8 @@ pub struct BufData {
     /// The newest checkpoint sequence holding a change to this buffer: until that one is
     /// stable on the log, the buffer is pinned and may not be written home.
     pin_seq: u64,
+    /// Where the buffer's item sits in the CIL (see [`CilSlot`]).
+    cil_slot: CilSlot,
 }
 
 impl BufData {
@@ -104,6 +106,11 @@ impl BufData {
     /// What structure the buffer holds.
     pub fn kind(&self) -> BlockKind {
         self.kind
+    }
+
+    /// The log's hint of where the buffer's item sits in the CIL.
+    pub fn cil_slot(&self) -> &CilSlot {
+        &self.cil_slot
     }
 
     /// The block's bytes.
@@ -377,6 +384,7 @@ impl BufCache {
             log_map: 0,
             zeroed: false,
             pin_seq: 0,
+            cil_slot: CilSlot::default(),
         }));
         shard.insert(daddr.0, Arc::clone(&b));
         drop(shard);

@@ -23,6 +23,7 @@ use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::BLOCK_SIZE;
 use crate::fs::format::dinode::{DinodeCore, ForkFormat};
 use crate::fs::lockcheck::{self, Held, LockClass, LockId};
+use crate::fs::log::item::CilSlot;
 use crate::fs::vfs::{FileKind, FileStat};
 
 /// Mode bits of a regular file (S_IFREG).
@@ -281,6 +282,9 @@ pub struct Inode {
     pub(crate) referenced: AtomicBool,
     /// List membership bits, [`iflags`].
     pub(crate) flags: AtomicU8,
+    /// Where the inode's item sits in the CIL (see [`CilSlot`]); it fills padding, so the
+    /// cached inode does not grow.
+    pub(crate) cil_slot: CilSlot,
     core: RwLock<InodeCore>,
 }
 
@@ -299,6 +303,7 @@ impl Inode {
             ino,
             referenced: AtomicBool::new(true),
             flags: AtomicU8::new(0),
+            cil_slot: CilSlot::default(),
             core: RwLock::new(core),
         }
     }

@@ -701,6 +701,7 @@ impl<'a> Trans<'a> {
                     keep_oldest: false,
                     pins: 0,
                     source: None,
+                    slot: g.cil_slot(),
                 });
                 bufs.push(i);
                 continue;
@@ -721,6 +722,7 @@ impl<'a> Trans<'a> {
                     keep_oldest: true,
                     pins: g.bytes().len() as u32,
                     source: None,
+                    slot: g.cil_slot(),
                 });
                 bufs.push(i);
                 continue;
@@ -773,6 +775,7 @@ impl<'a> Trans<'a> {
                     keep_oldest: true,
                     pins,
                     source: None,
+                    slot: g.cil_slot(),
                 });
             } else {
                 // Formatted by the CIL under its lock, over the context's earlier item for
@@ -793,6 +796,7 @@ impl<'a> Trans<'a> {
                     keep_oldest: false,
                     pins,
                     source: Some(source),
+                    slot: g.cil_slot(),
                 });
             }
             bufs.push(i);
@@ -818,6 +822,7 @@ impl<'a> Trans<'a> {
                 keep_oldest: false,
                 pins: 0,
                 source: None,
+                slot: &w.inode().cil_slot,
             });
             inodes.push((i, f & !fields::TIMESTAMP != 0));
         }

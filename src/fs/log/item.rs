@@ -27,6 +27,8 @@
 //! initialised regions only; logging all of it made every relog of a directory's newest
 //! data and free-index blocks a full 4 KiB.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use crate::fs::cksum::Cksum;
 use crate::fs::format::dinode::{self, CORE_SIZE, DinodeCore};
 use crate::fs::format::endian::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
@@ -62,6 +64,25 @@ pub const CHUNK: usize = 128;
 /// A buffer's dirty chunks, bit `c` for bytes `c * CHUNK..(c + 1) * CHUNK` (XFS's
 /// `blf_data_map`). 128 bits: enough for the largest buffer, a 16 KiB inode cluster.
 pub type ChunkMap = u128;
+
+/// Where an object's item sits in the CIL's current context: a hint the object carries, so
+/// a commit finds the item it relogs without a map lookup (XFS reaches the log item from
+/// the object the same way). The item list starts over at each checkpoint, so the hint
+/// goes stale; a commit trusts it only when the item at that place is the object's own.
+#[derive(Debug, Default)]
+pub struct CilSlot(AtomicU32);
+
+impl CilSlot {
+    /// The place last recorded (possibly stale).
+    pub fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed) as usize
+    }
+
+    /// Record the place of the object's item (written under the CIL's lock).
+    pub fn set(&self, at: usize) {
+        self.0.store(at as u32, Ordering::Relaxed);
+    }
+}
 /// Chunks a [`ChunkMap`] covers.
 pub const MAP_CHUNKS: usize = ChunkMap::BITS as usize;
 /// The largest buffer a buffer item describes.

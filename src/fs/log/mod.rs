@@ -45,13 +45,12 @@ use crate::fs::buf::BufLock;
 use crate::fs::cksum::Cksum;
 use crate::fs::dev::BlockDev;
 use crate::fs::error::{FsError, FsResult, IoOp, ShutdownReason};
-use crate::fs::fastmap::FastMap;
 use crate::fs::inode::Inode;
 use crate::fs::lockcheck::{LockClass, LockId, OrderedMutex};
 use crate::fs::log::ail::Ail;
 use crate::fs::log::busy::BusyExtents;
 use crate::fs::log::item::{
-    CLIENT_LOG, CLIENT_TRANS, ChunkMap, OP_COMMIT, OP_CONTINUE, OP_HEADER_LEN, OP_START,
+    CLIENT_LOG, CLIENT_TRANS, ChunkMap, CilSlot, OP_COMMIT, OP_CONTINUE, OP_HEADER_LEN, OP_START,
     OP_UNMOUNT, OP_WAS_CONT, OpHeader,
 };
 use crate::fs::log::record::{Lsn, RecordHeader};
@@ -143,6 +142,8 @@ pub struct CommitItem<'a> {
     pub pins: u32,
     /// A buffer item the CIL formats itself (see [`BufSource`]).
     pub source: Option<BufSource<'a>>,
+    /// The object's hint of where its item sits in the CIL.
+    pub slot: &'a CilSlot,
 }
 
 impl std::fmt::Debug for ItemRef {
@@ -237,7 +238,6 @@ fn check_relogged(relogged: &[u8], src: &BufSource<'_>) {
 struct Cil {
     seq: u64,
     items: Vec<CilItem>,
-    index: FastMap<usize, usize>,
     bytes: u64,
     /// Buffer memory the context's items pin (each buffer counted once).
     pinned: u64,
@@ -268,7 +268,6 @@ impl Cil {
         Cil {
             seq,
             items: Vec::new(),
-            index: FastMap::default(),
             bytes: 0,
             pinned: 0,
             spare: SpareVecs::default(),
@@ -810,7 +809,12 @@ impl Log {
         };
         for mut v in items {
             let id = v.obj.id();
-            let held = cil.index.get(&id).copied();
+            let at = v.slot.get();
+            let held = cil
+                .items
+                .get(at)
+                .is_some_and(|it| it.vec.obj.id() == id)
+                .then_some(at);
             if let Some(src) = v.source.take() {
                 if let Some(i) = held {
                     let old = &mut cil.items[i].vec;
@@ -865,7 +869,7 @@ impl Log {
                             pins: v.pins,
                         },
                     });
-                    cil.index.insert(id, i);
+                    v.slot.set(i);
                 }
             }
         }
@@ -904,8 +908,8 @@ impl Log {
     pub fn push_cil(&self) -> FsResult<()> {
         self.check_ok()?;
         let _push = self.push.lock();
-        // The context's items move out; its index and the item list's allocation stay for
-        // the next context.
+        // The context's items move out; the item list's allocation stays for the next
+        // context (the objects' CIL slots go stale with it).
         let (seq, mut items, ctx_bytes) = {
             let mut cil = self.cil.lock();
             if cil.items.is_empty() {
@@ -913,7 +917,6 @@ impl Log {
             }
             let next_items = std::mem::take(&mut cil.spare_items);
             let items = std::mem::replace(&mut cil.items, next_items);
-            cil.index.clear();
             cil.pinned = 0;
             let seq = cil.seq;
             cil.seq += 1;
