@@ -251,9 +251,14 @@ struct Cil {
     spare: SpareVecs,
     /// The item list of the previous context, emptied, to be the next one's.
     spare_items: Vec<CilItem>,
+    /// Large spare vectors kept at most: whole buffer items enough to fill a quarter of the
+    /// log, twice the size at which a context is pushed. A big directory's contexts relog
+    /// thousands of whole blocks; with a fixed 1024 each one dropped most of the last one's
+    /// vectors (freed by xfsaild's thread) and took fresh memory for its own.
+    spare_large_max: usize,
 }
 
-/// Spare item vectors the CIL keeps at most, of each size (4 MiB of buffer items).
+/// Spare item vectors the CIL keeps at least room for, of each size (4 MiB of buffer items).
 const SPARE_VECS: usize = 1024;
 
 /// Recycled item vectors, by size ([`Cil::spare`]).
@@ -264,7 +269,7 @@ struct SpareVecs {
 }
 
 impl Cil {
-    fn new(seq: u64) -> Cil {
+    fn new(seq: u64, log_bytes: u64) -> Cil {
         Cil {
             seq,
             items: Vec::new(),
@@ -272,17 +277,18 @@ impl Cil {
             pinned: 0,
             spare: SpareVecs::default(),
             spare_items: Vec::new(),
+            spare_large_max: SPARE_VECS.max((log_bytes / 4) as usize / item::MAX_BUF_ITEM),
         }
     }
 
     /// Keep `v` for a later commit to format into, unless enough are kept already.
     fn recycle(&mut self, v: Vec<u8>) {
-        let pool = if v.capacity() >= item::MAX_BUF_ITEM {
-            &mut self.spare.large
+        let (pool, max) = if v.capacity() >= item::MAX_BUF_ITEM {
+            (&mut self.spare.large, self.spare_large_max)
         } else {
-            &mut self.spare.small
+            (&mut self.spare.small, SPARE_VECS)
         };
-        if pool.len() < SPARE_VECS {
+        if pool.len() < max {
             pool.push(v);
         }
     }
@@ -508,7 +514,10 @@ impl Log {
             geo,
             icl_payload,
             push: OrderedMutex::new(LockId::new(LockClass::LogPush, 0), ()),
-            cil: OrderedMutex::new(LockId::new(LockClass::LogCil, 0), Cil::new(1)),
+            cil: OrderedMutex::new(
+                LockId::new(LockClass::LogCil, 0),
+                Cil::new(1, u64::from(geo.log_bb) * 512),
+            ),
             ring: OrderedMutex::new(LockId::new(LockClass::LogIclog, 0), ring),
             ring_cv: Condvar::new(),
             ail: OrderedMutex::new(LockId::new(LockClass::LogAil, 0), Ail::default()),
