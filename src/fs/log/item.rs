@@ -65,10 +65,12 @@ pub const CHUNK: usize = 128;
 /// `blf_data_map`). 128 bits: enough for the largest buffer, a 16 KiB inode cluster.
 pub type ChunkMap = u128;
 
-/// Where an object's item sits in the CIL's current context: a hint the object carries, so
+/// Where an object's item sits in the CIL's current context: a place the object carries, so
 /// a commit finds the item it relogs without a map lookup (XFS reaches the log item from
-/// the object the same way). The item list starts over at each checkpoint, so the hint
-/// goes stale; a commit trusts it only when the item at that place is the object's own.
+/// the object the same way). While the object has an item in the current context its slot
+/// names it: the slot is written when the item is made, and items never move within a
+/// context. The item list starts over at each checkpoint, so a slot goes stale (as does a
+/// new object's 0); a commit trusts it only when the item at that place is the object's own.
 #[derive(Debug, Default)]
 pub struct CilSlot(AtomicU32);
 

@@ -258,7 +258,8 @@ struct Cil {
     spare_large_max: usize,
 }
 
-/// Spare item vectors the CIL keeps at least room for, of each size (4 MiB of buffer items).
+/// Spare item vectors the CIL keeps: at most this many small ones, and room for at least
+/// this many large ones (4 MiB of buffer items).
 const SPARE_VECS: usize = 1024;
 
 /// Recycled item vectors, by size ([`Cil::spare`]).
@@ -1433,5 +1434,70 @@ impl Log {
     pub fn next_abs(&self) -> u64 {
         let w = self.ring.lock();
         w.icl[w.curr].at.max(w.next_at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::buf::{BufGuard, GetMode};
+    use crate::fs::format::{BLOCK_SIZE, BlockKind, Daddr};
+
+    /// The data of the current context's item for object `id`, if it has one.
+    fn cil_data(log: &Log, id: usize) -> Option<Vec<u8>> {
+        let cil = log.cil.lock();
+        let mut found = cil.items.iter().filter(|it| it.vec.obj.id() == id);
+        let data = found.next().map(|it| it.vec.data.clone());
+        assert!(found.next().is_none(), "two items for one object");
+        data
+    }
+
+    fn commit_data(log: &Log, g: &BufGuard, data: &[u8]) {
+        let item = CommitItem {
+            obj: ObjRef::Buf(BufGuard::arc(g)),
+            data: data.to_vec(),
+            ail: false,
+            keep_oldest: false,
+            pins: 0,
+            source: None,
+            slot: g.cil_slot(),
+        };
+        log.commit([item], 0);
+    }
+
+    #[test]
+    fn a_commit_finds_its_item_by_the_objects_slot_and_never_trusts_a_stale_one() {
+        let fs = crate::fs::testing::mem_fs(64 << 20);
+        let log = &fs.log;
+        let get = |d| {
+            fs.bufs
+                .get(Daddr(d), BlockKind::DirData, BLOCK_SIZE, GetMode::New)
+                .expect("buffer")
+        };
+        let (a, b) = (get(8000), get(8008));
+        let id = |g: &BufGuard| ObjRef::Buf(BufGuard::arc(g)).id();
+        commit_data(log, &a, b"a1");
+        commit_data(log, &b, b"b1");
+        assert_eq!(
+            (log.cil_len(), a.cil_slot().get(), b.cil_slot().get()),
+            (2, 0, 1)
+        );
+
+        // A relog finds the item its object's slot names.
+        commit_data(log, &b, b"b2");
+        assert_eq!(log.cil_len(), 2);
+        assert_eq!(cil_data(log, id(&a)).as_deref(), Some(&b"a1"[..]));
+        assert_eq!(cil_data(log, id(&b)).as_deref(), Some(&b"b2"[..]));
+
+        // After a checkpoint every slot is stale: `a` still names place 0, which `b` takes
+        // first in the new context, and `a`'s next commit gets an item of its own.
+        log.push_cil().expect("checkpoint");
+        assert_eq!(log.cil_len(), 0);
+        commit_data(log, &b, b"b3");
+        commit_data(log, &a, b"a2");
+        assert_eq!(log.cil_len(), 2);
+        assert_eq!(cil_data(log, id(&a)).as_deref(), Some(&b"a2"[..]));
+        assert_eq!(cil_data(log, id(&b)).as_deref(), Some(&b"b3"[..]));
+        assert_eq!((a.cil_slot().get(), b.cil_slot().get()), (1, 0));
     }
 }
