@@ -1500,4 +1500,26 @@ mod tests {
         assert_eq!(cil_data(log, id(&b)).as_deref(), Some(&b"b3"[..]));
         assert_eq!((a.cil_slot().get(), b.cil_slot().get()), (1, 0));
     }
+
+    #[test]
+    fn the_cil_keeps_a_quarter_logs_worth_of_whole_buffer_vectors_and_1024_small_ones() {
+        let log_bytes = 64 << 20;
+        let mut cil = Cil::new(1, log_bytes);
+        let large = (log_bytes / 4) as usize / item::MAX_BUF_ITEM;
+        assert!(large > SPARE_VECS, "a 64 MiB log keeps more than the floor");
+        for _ in 0..large + 10 {
+            cil.recycle(Vec::with_capacity(item::MAX_BUF_ITEM));
+            cil.recycle(Vec::with_capacity(64));
+        }
+        assert_eq!(
+            (cil.spare.large.len(), cil.spare.small.len()),
+            (large, SPARE_VECS)
+        );
+        // A small log still keeps the floor.
+        let mut small_log = Cil::new(1, 1 << 20);
+        for _ in 0..SPARE_VECS + 10 {
+            small_log.recycle(Vec::with_capacity(item::MAX_BUF_ITEM));
+        }
+        assert_eq!(small_log.spare.large.len(), SPARE_VECS);
+    }
 }
