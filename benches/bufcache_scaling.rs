@@ -72,6 +72,19 @@
 //! 0.34 / 0.27 faults per file at 2.0 / 1.6 / 10.1 system us per fault. Built with glibc's
 //! allocator and THP left on (before this process used the binary's policy) an earlier run
 //! the same morning gave 154,512 / 58,694 / 44,581.
+//!
+//! 2026-12-04 on a 2 GHz AMD EPYC VM whose speed moved 2x within the day. The log bytes
+//! per create grow with the directory (loops 1-4 of 200k files wrote 116.6k, 153.7k, 244.6k
+//! and 459.8k log blocks): past a checkpoint's worth of hash leaves, most creates relog a
+//! whole leaf, as XFS relogs a buffer's dirty range until it is written home. The CIL then
+//! needed thousands of whole-buffer item vectors per checkpoint but kept 1024, so most came
+//! from fresh memory; keeping a quarter log's worth (with the CIL finding items through the
+//! objects' slots, not a hash map) took the `-L 16` run (3.2M files) from 102.8 and 93.7
+//! CPU-seconds to 97.3 and 86.5 (alternated, two rounds each), and its page faults from
+//! 1.05M and 1.02M to 0.91M and 0.89M. The whole bench before: 35,238 / 30,335 / 19,855
+//! (0.56; per CPU-second 0.65, per user CPU-second 0.67). After, twice, 20 minutes apart:
+//! 76,441 / 55,710 / 31,459 (0.41; 0.50, 0.52) and 78,886 / 58,654 / 48,467 (0.61; 0.58,
+//! 0.62), 0.26 faults per file at 3.2M instead of 0.38.
 
 use std::path::PathBuf;
 
