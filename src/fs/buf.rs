@@ -108,7 +108,7 @@ impl BufData {
         self.kind
     }
 
-    /// The log's hint of where the buffer's item sits in the CIL.
+    /// Where the buffer's item sits in the CIL (the log reads and writes it).
     pub fn cil_slot(&self) -> &CilSlot {
         &self.cil_slot
     }

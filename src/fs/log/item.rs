@@ -80,11 +80,13 @@ impl CilSlot {
         self.0.load(Ordering::Relaxed) as usize
     }
 
-    /// Record the place of the object's item (written under the CIL's lock).
+    /// Record the place of the object's item (written under the CIL's lock). A context
+    /// never holds 2^32 items: log space bounds it far below that.
     pub fn set(&self, at: usize) {
         self.0.store(at as u32, Ordering::Relaxed);
     }
 }
+
 /// Chunks a [`ChunkMap`] covers.
 pub const MAP_CHUNKS: usize = ChunkMap::BITS as usize;
 /// The largest buffer a buffer item describes.
