@@ -84,7 +84,9 @@
 //! 1.05M and 1.02M to 0.91M and 0.89M. The whole bench before: 35,238 / 30,335 / 19,855
 //! (0.56; per CPU-second 0.65, per user CPU-second 0.67). After, twice, 20 minutes apart:
 //! 76,441 / 55,710 / 31,459 (0.41; 0.50, 0.52) and 78,886 / 58,654 / 48,467 (0.61; 0.58,
-//! 0.62), 0.26 faults per file at 3.2M instead of 0.38.
+//! 0.62), 0.26 faults per file at 3.2M instead of 0.38. Two more runs 35 minutes later:
+//! 53,630 / 55,635 / 43,709 (0.82, from a slow 200k loop) and 76,339 / 59,925 / 45,505
+//! (0.60): a median of 0.60 over the four.
 
 use std::path::PathBuf;
 
