@@ -35,7 +35,7 @@ use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::{BlockKind, Daddr};
 use crate::fs::inode::{Inode, InodeCore, InodeRead, InodeWrite};
 use crate::fs::log::item::{self, fields};
-use crate::fs::log::{BufSource, CommitItem, ObjRef};
+use crate::fs::log::{BufSource, CommitItem, CommitObj};
 use crate::fs::stats::Stat;
 
 /// A block logged over zeros must hold zeros in every chunk it does not log, or replay would
@@ -690,7 +690,7 @@ impl<'a> Trans<'a> {
                 // Freed: earlier images of the block must not be replayed over its next use.
                 let g = &b.guard;
                 vecs.push(CommitItem {
-                    obj: ObjRef::Buf(BufGuard::arc(g)),
+                    obj: CommitObj::buf(g),
                     data: item::format_cancel(
                         spare.small(),
                         g.kind(),
@@ -701,7 +701,6 @@ impl<'a> Trans<'a> {
                     keep_oldest: false,
                     pins: 0,
                     source: None,
-                    slot: g.cil_slot(),
                 });
                 bufs.push(i);
                 continue;
@@ -716,13 +715,12 @@ impl<'a> Trans<'a> {
                     None => Vec::new(),
                 };
                 vecs.push(CommitItem {
-                    obj: ObjRef::Buf(BufGuard::arc(g)),
+                    obj: CommitObj::buf(g),
                     data,
                     ail: true,
                     keep_oldest: true,
                     pins: g.bytes().len() as u32,
                     source: None,
-                    slot: g.cil_slot(),
                 });
                 bufs.push(i);
                 continue;
@@ -758,7 +756,7 @@ impl<'a> Trans<'a> {
                 check_unlogged_zero(g.kind(), g.daddr().0, g.bytes(), logmap);
             }
             let g: &BufGuard = g;
-            let obj = ObjRef::Buf(BufGuard::arc(g));
+            let obj = CommitObj::buf(g);
             let pins = g.bytes().len() as u32;
             if inode_buf {
                 vecs.push(CommitItem {
@@ -775,7 +773,6 @@ impl<'a> Trans<'a> {
                     keep_oldest: true,
                     pins,
                     source: None,
-                    slot: g.cil_slot(),
                 });
             } else {
                 // Formatted by the CIL under its lock, over the context's earlier item for
@@ -796,7 +793,6 @@ impl<'a> Trans<'a> {
                     keep_oldest: false,
                     pins,
                     source: Some(source),
-                    slot: g.cil_slot(),
                 });
             }
             bufs.push(i);
@@ -816,13 +812,12 @@ impl<'a> Trans<'a> {
             let image = fs.encode_inode(w, ino);
             let w: &InodeWrite = w;
             vecs.push(CommitItem {
-                obj: ObjRef::Inode(w.inode()),
+                obj: CommitObj::inode(w.inode()),
                 data: item::format_inode(spare.small(), ino, f, &image),
                 ail: true,
                 keep_oldest: false,
                 pins: 0,
                 source: None,
-                slot: &w.inode().cil_slot,
             });
             inodes.push((i, f & !fields::TIMESTAMP != 0));
         }

@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use parking_lot::Condvar;
 
-use crate::fs::buf::BufLock;
+use crate::fs::buf::{BufGuard, BufLock};
 use crate::fs::cksum::Cksum;
 use crate::fs::dev::BlockDev;
 use crate::fs::error::{FsError, FsResult, IoOp, ShutdownReason};
@@ -130,8 +130,8 @@ impl ObjRef<'_> {
 
 /// One item of a transaction on its way into the CIL ([`Log::commit`]).
 pub struct CommitItem<'a> {
-    /// The object.
-    pub obj: ObjRef<'a>,
+    /// The object, with its CIL slot.
+    pub obj: CommitObj<'a>,
     /// The formatted item, as [`LogVec::data`]; empty when `source` is given.
     pub data: Vec<u8>,
     /// As [`LogVec::ail`].
@@ -142,8 +142,31 @@ pub struct CommitItem<'a> {
     pub pins: u32,
     /// A buffer item the CIL formats itself (see [`BufSource`]).
     pub source: Option<BufSource<'a>>,
-    /// The object's hint of where its item sits in the CIL.
-    pub slot: &'a CilSlot,
+}
+
+/// The object a commit item describes and its [`CilSlot`], taken from the one object so the
+/// two cannot disagree.
+pub struct CommitObj<'a> {
+    obj: ObjRef<'a>,
+    slot: &'a CilSlot,
+}
+
+impl<'a> CommitObj<'a> {
+    /// A buffer the committing transaction holds locked.
+    pub fn buf(g: &'a BufGuard) -> CommitObj<'a> {
+        CommitObj {
+            obj: ObjRef::Buf(BufGuard::arc(g)),
+            slot: g.cil_slot(),
+        }
+    }
+
+    /// An in-core inode.
+    pub fn inode(ip: &'a Arc<Inode>) -> CommitObj<'a> {
+        CommitObj {
+            obj: ObjRef::Inode(ip),
+            slot: &ip.cil_slot,
+        }
+    }
 }
 
 impl std::fmt::Debug for ItemRef {
@@ -818,8 +841,8 @@ impl Log {
             n => (n + OP_HEADER_LEN) as i64,
         };
         for mut v in items {
-            let id = v.obj.id();
-            let at = v.slot.get();
+            let id = v.obj.obj.id();
+            let at = v.obj.slot.get();
             let held = cil
                 .items
                 .get(at)
@@ -872,14 +895,14 @@ impl Log {
                     let i = cil.items.len();
                     cil.items.push(CilItem {
                         vec: LogVec {
-                            obj: v.obj.to_item(),
+                            obj: v.obj.obj.to_item(),
                             data: v.data,
                             ail: v.ail,
                             keep_oldest: v.keep_oldest,
                             pins: v.pins,
                         },
                     });
-                    v.slot.set(i);
+                    v.obj.slot.set(i);
                 }
             }
         }
@@ -1440,7 +1463,7 @@ impl Log {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fs::buf::{BufGuard, GetMode};
+    use crate::fs::buf::GetMode;
     use crate::fs::format::{BLOCK_SIZE, BlockKind, Daddr};
 
     /// The data of the current context's item for object `id`, if it has one.
@@ -1454,13 +1477,12 @@ mod tests {
 
     fn commit_data(log: &Log, g: &BufGuard, data: &[u8]) {
         let item = CommitItem {
-            obj: ObjRef::Buf(BufGuard::arc(g)),
+            obj: CommitObj::buf(g),
             data: data.to_vec(),
             ail: false,
             keep_oldest: false,
             pins: 0,
             source: None,
-            slot: g.cil_slot(),
         };
         log.commit([item], 0);
     }
