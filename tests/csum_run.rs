@@ -215,8 +215,10 @@ fn oltp_overwrites_and_churns_temporary_files() {
         .iter()
         .find(|s| s.site == "inode")
         .expect("inode updates");
-    // Every fsync writes at least the file's inode.
-    assert!(inode.calls >= 100 + 200 / 16, "{inode:?}");
+    // Every inode the run made or changed goes home at least once, with its CRC: the data
+    // file and the 12 temporary files (freed ones go home too, marked free).
+    let files = 1 + 200 / 16;
+    assert!(inode.calls >= files, "{inode:?}");
     assert_eq!(m.stats.field("dir", "create"), Some(200 / 16));
     assert_eq!(m.stats.field("dir", "remove"), Some(200 / 16));
 }
@@ -281,9 +283,11 @@ fn a_fio_job_checksums_the_data_path_structures() {
             .find(|s| s.site == name)
             .unwrap_or_else(|| panic!("no {name} in {sites:?}"))
     };
-    // Every fsync (64 of them) logs the file's inode: 512 bytes, split 100 + 408.
+    // Every fsync (64 of them) logs the file's inode, but as in XFS a logged inode carries
+    // no CRC: it gets one (512 bytes, split 100 + 408) each time it is written home, which
+    // the AIL does far less often than the file is logged.
     let inode = site("inode");
-    assert!(inode.calls >= 64, "{inode:?}");
+    assert!((1..64).contains(&inode.calls), "{inode:?}");
     assert_eq!(inode.len, SizeDesc::Exact(512));
     assert_eq!(inode.heads, vec![100]);
     // Laying out and filling the file allocates space: the AG header and its free-space

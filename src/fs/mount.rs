@@ -379,9 +379,19 @@ impl Fs {
         Ok(w)
     }
 
-    /// The on-disk image of an in-core inode (core, fork, CRC): what its log item carries
-    /// and what a push copies into its cluster buffer (XFS's `xfs_inode_to_disk`).
+    /// The on-disk image of an in-core inode with its CRC: what a push copies into the
+    /// inode's cluster buffer (XFS's `xfs_iflush` computes the CRC there, and only there).
     pub(crate) fn encode_inode(&self, core: &mut InodeCore, ino: u64) -> [u8; INODE_SIZE] {
+        let mut raw = self.dinode_image(core, ino);
+        self.bufs.cksum().update(BlockKind::Inode, &mut raw);
+        raw
+    }
+
+    /// The on-disk image of an in-core inode (core and fork) with its CRC field zero: what
+    /// its log item carries. XFS's `xfs_inode_to_log_dinode` leaves `di_crc` zero too: a
+    /// commit that relogs an inode has no use for a CRC that its next commit replaces, and
+    /// recovery computes the CRC of each inode it replays.
+    pub(crate) fn dinode_image(&self, core: &mut InodeCore, ino: u64) -> [u8; INODE_SIZE] {
         let mut raw = [0u8; INODE_SIZE];
         core.di.format = core.fork.format();
         // Only a regular file's fork holds delayed allocations, which are not on disk. Other
@@ -397,7 +407,6 @@ impl Fs {
         } as u32;
         dinode::encode_core(&mut raw, ino, &core.di, &self.uuid);
         crate::fs::bmap::encode_fork(&core.fork, dinode::literal_mut(&mut raw));
-        self.bufs.cksum().update(BlockKind::Inode, &mut raw);
         raw
     }
 

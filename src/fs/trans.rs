@@ -809,7 +809,7 @@ impl<'a> Trans<'a> {
             w.di.changecount += 1;
             w.set_dirty(true);
             let ino = w.inode().ino;
-            let image = fs.encode_inode(w, ino);
+            let image = fs.dinode_image(w, ino);
             let w: &InodeWrite = w;
             vecs.push(CommitItem {
                 obj: CommitObj::inode(w.inode()),

@@ -352,9 +352,9 @@ pub fn format_cancel(mut v: Vec<u8>, kind: BlockKind, daddr: u64, len: usize) ->
     v
 }
 
-/// An inode item carrying the inode's on-disk image, trimmed after its last non-zero byte
-/// (XFS logs the log dinode and only the fork bytes in use; the slot's rest is zero);
-/// formatted into `v` (cleared first).
+/// An inode item carrying the inode's on-disk image (CRC field zero), trimmed after its last
+/// non-zero byte (XFS logs the log dinode and only the fork bytes in use; the slot's rest is
+/// zero); formatted into `v` (cleared first).
 pub fn format_inode(mut v: Vec<u8>, ino: u64, fields: u8, image: &[u8]) -> Vec<u8> {
     debug_assert_eq!(image.len(), INODE_SIZE);
     let used = used_len(image);

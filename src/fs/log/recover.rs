@@ -297,6 +297,8 @@ pub fn recover(
                     let slot = &mut b[off..off + INODE_SIZE];
                     slot[..image.len()].copy_from_slice(image);
                     slot[image.len()..].fill(0);
+                    // A logged image carries no CRC (see `Fs::dinode_image`).
+                    cksum.update(BlockKind::Inode, slot);
                 }
                 LoggedItem::Cancel { .. } | LoggedItem::Icreate(_) => {}
             }
@@ -305,8 +307,8 @@ pub fn recover(
     order.sort_unstable();
     for daddr in order {
         let (kind, mut b) = blocks.remove(&daddr).expect("listed");
-        // Inode clusters carry one CRC per inode, set when each inode was logged; every
-        // other kind gets its CRC now, as write-back would.
+        // Inode clusters carry one CRC per inode, set as each replayed inode was applied;
+        // every other kind gets its CRC now, as write-back would.
         if kind != BlockKind::Inode {
             for piece in b.chunks_mut(kind.crc_len()) {
                 cksum.update(kind, piece);
