@@ -21,7 +21,11 @@ use fslab::fs::options::Options;
 fn kill_and_recover(kills: u32, seed: u64) {
     let dir = tempfile::tempdir().expect("tempdir");
     let img = dir.path().join("img");
-    let spec = format!("file:{},size=128m", img.display());
+    // fs_mark refuses to start when a thread's files (-n x -s) would not fit the free space,
+    // and a run that exits on its own tests no kill: 4 GiB (sparse) holds the 400 MB each
+    // thread asks for after a hundred killed runs have left their files behind (about 15,000
+    // per run, most of them empty: unsynced data dies with the process).
+    let spec = format!("file:{},size=4g", img.display());
     let mut rng = seed;
     for k in 0..kills {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_fsmark"));
@@ -29,7 +33,7 @@ fn kill_and_recover(kills: u32, seed: u64) {
             "--device", &spec, "-d", "/b", "-S0", "-k", "-s", "4096", "-n", "100000", "-t", "2",
         ])
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stderr(Stdio::piped());
         if k == 0 {
             cmd.arg("--mkfs");
         }
@@ -37,8 +41,16 @@ fn kill_and_recover(kills: u32, seed: u64) {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
-        // Between 50 and 650 ms into the run: inside mount, mid-loop, mid-unlink.
+        // Between 50 and 650 ms into the run: inside mount and recovery, or mid-loop (200,000
+        // files take seconds, so the run is never over).
         std::thread::sleep(Duration::from_millis(50 + rng % 600));
+        if let Some(status) = child.try_wait().expect("child status") {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            panic!("kill {k} (seed {seed:#x}): fsmark exited before the kill ({status}): {err}");
+        }
         // Child::kill sends SIGKILL: no chance to unmount or flush.
         child.kill().expect("SIGKILL");
         let _ = child.wait();
