@@ -78,7 +78,7 @@ fn six_sigkills_of_fsmark_each_recover_to_a_clean_image() {
 }
 
 #[test]
-#[ignore = "long: 100 SIGKILLs (about two minutes); run with --ignored"]
+#[ignore = "long: 100 SIGKILLs (about a minute); run with --ignored"]
 fn a_hundred_sigkills_of_fsmark_each_recover_to_a_clean_image() {
     kill_and_recover(100, 0xdead_beef_cafe);
 }
