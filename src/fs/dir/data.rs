@@ -261,6 +261,12 @@ pub fn corrupt(tp: &Trans, id: BufId, kind: BlockKind, what: String) -> FsError 
 /// return the largest free length.
 pub fn refresh_bestfree(tp: &mut Trans, id: BufId, kind: BlockKind, end: usize) -> FsResult<u16> {
     let bf = compute_bestfree(tp.buf(id), end).map_err(|w| corrupt(tp, id, kind, w))?;
+    store_bestfree(tp, id, bf);
+    Ok(bf[0].1)
+}
+
+/// Store `bf` as block `id`'s bestfree table, if it differs from the stored one.
+fn store_bestfree(tp: &mut Trans, id: BufId, bf: BestFree) {
     if bf != stored_bestfree(tp.buf(id)) {
         let b = tp.buf_mut(id);
         for (i, (off, len)) in bf.iter().enumerate() {
@@ -269,7 +275,37 @@ pub fn refresh_bestfree(tp: &mut Trans, id: BufId, kind: BlockKind, end: usize) 
         }
         tp.log_buf(id, BESTFREE, BESTFREE + 11);
     }
-    Ok(bf[0].1)
+}
+
+/// Whether free region `a` ranks before `b` in a bestfree table: longer first, and of two
+/// the same length the lower offset (the order [`compute_bestfree`] keeps).
+fn ranks_before(a: (u16, u16), b: (u16, u16)) -> bool {
+    a.1 > b.1 || (a.1 == b.1 && a.0 < b.0)
+}
+
+/// The bestfree table after an entry took the front of the largest free region `old[0]`,
+/// leaving `rest` of it free (`None`: the entry filled it), when the old table alone
+/// decides it; `None` when a scan must. A table with an empty place listed every free
+/// region, so it always decides; a full one (three regions) may hide a fourth that now
+/// ranks third, unless what is left of the region ranks before the old third, as XFS's
+/// `xfs_dir2_data_use_free` decides when to ask for a rescan.
+fn bestfree_after_use(old: BestFree, rest: Option<(u16, u16)>) -> Option<BestFree> {
+    let full = old[2].1 != 0;
+    let mut bf = [old[1], old[2], (0, 0)];
+    if let Some(r) = rest {
+        if full && !ranks_before(r, old[2]) {
+            return None;
+        }
+        let at = bf
+            .iter()
+            .position(|&e| e.1 == 0 || ranks_before(r, e))
+            .unwrap_or(2);
+        bf.copy_within(at..2, at + 1);
+        bf[at] = r;
+    } else if full {
+        return None;
+    }
+    Some(bf)
 }
 
 /// Write a free region `off..off + len` (its freetag, length and tag).
@@ -301,6 +337,35 @@ pub fn set_ino(tp: &mut Trans, id: BufId, e: &Ent, ino: u64, ftype: u8) {
     put_u64(b, e.off, ino);
     b[e.off + 9 + e.namelen] = ftype;
     tp.log_buf(id, e.off, e.off + 9 + e.namelen);
+}
+
+/// Put an entry of `name` at the start of data block `id`'s largest free region (leaf and node
+/// forms), `bf[0]` of its bestfree table `bf` (which the caller checked holds it), and bring
+/// the table up to date:
+/// from the old table when that decides it, by a scan of the block when not. Returns the
+/// entry's offset and the largest free length left.
+pub fn use_largest_free(
+    tp: &mut Trans,
+    id: BufId,
+    bf: BestFree,
+    ino: u64,
+    name: &[u8],
+    ftype: u8,
+) -> FsResult<(usize, u16)> {
+    let (off, len) = (usize::from(bf[0].0), usize::from(bf[0].1));
+    let size = entsize(name.len());
+    use_free(tp, id, (off, len), ino, name, ftype);
+    let rest = (len > size).then(|| ((off + size) as u16, (len - size) as u16));
+    match bestfree_after_use(bf, rest) {
+        Some(new) => {
+            store_bestfree(tp, id, new);
+            Ok((off, new[0].1))
+        }
+        None => Ok((
+            off,
+            refresh_bestfree(tp, id, BlockKind::DirData, BLOCK_SIZE)?,
+        )),
+    }
 }
 
 /// Put an entry of `name` at the start of the free region `region` (which must hold it);
@@ -421,6 +486,78 @@ mod tests {
             }
         }
         b
+    }
+
+    #[test]
+    fn bestfree_after_use_matches_a_scan_whenever_it_decides() {
+        // Random blocks of entries and free regions; an entry takes the front of the largest
+        // free region; the table kept from the old one must be the table a scan finds.
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let (mut decided, mut scanned) = (0, 0);
+        for _ in 0..20_000 {
+            let mut slots: Vec<(usize, Option<&[u8]>, usize)> = Vec::new();
+            let mut off = HDR;
+            let mut free_last = false;
+            // Half the blocks have few free regions (the table has room), half many.
+            let odds = if next(2) == 0 { 60 } else { 3 };
+            while off < BLOCK_SIZE {
+                let room = BLOCK_SIZE - off;
+                if !free_last && (next(odds) == 0 || room < 64) {
+                    let len = (8 * (1 + next(12) as usize)).min(room);
+                    slots.push((off, None, len));
+                    off += len;
+                    free_last = true;
+                } else {
+                    let name: &[u8] =
+                        &b"abcdefghijklmnopqrstuvwxyz0123456789"[..1 + next(30) as usize];
+                    if entsize(name.len()) + 8 > room {
+                        slots.push((off, None, room));
+                        break;
+                    }
+                    slots.push((off, Some(name), 0));
+                    off += entsize(name.len());
+                    free_last = false;
+                }
+            }
+            let mut b = block_with(&slots);
+            let old = compute_bestfree(&b, BLOCK_SIZE).unwrap();
+            let (at, len) = (usize::from(old[0].0), usize::from(old[0].1));
+            if len < 16 {
+                continue;
+            }
+            // A name that fits the region, up to the longest that does.
+            let longest = (1..=255).filter(|&n| entsize(n) <= len).max().unwrap_or(1);
+            let name = vec![b'n'; 1 + next(longest as u64) as usize];
+            let size = entsize(name.len());
+            let mut with = slots.clone();
+            with.retain(|s| s.0 != at);
+            with.push((at, Some(&name), 0));
+            if len > size {
+                with.push((at + size, None, len - size));
+            }
+            b = block_with(&with);
+            let rest = (len > size).then(|| ((at + size) as u16, (len - size) as u16));
+            match bestfree_after_use(old, rest) {
+                Some(bf) => {
+                    decided += 1;
+                    assert_eq!(bf, compute_bestfree(&b, BLOCK_SIZE).unwrap(), "{slots:?}");
+                }
+                None => {
+                    scanned += 1;
+                    assert_ne!(old[2].1, 0, "a table with room always decides");
+                }
+            }
+        }
+        assert!(
+            decided > 1000 && scanned > 1000,
+            "{decided} decided, {scanned} scanned"
+        );
     }
 
     #[test]

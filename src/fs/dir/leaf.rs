@@ -215,20 +215,25 @@ pub fn add(tp: &mut Trans, dp: InodeId, name: &[u8], ino: u64, ftype: u8) -> FsR
         put_u32(b, BESTCOUNT, lf.nb as u32);
         tp.log_buf(lf.id, start - 2, BLOCK_SIZE - 1);
     }
-    let off = place(tp, did, name, ino, ftype)?;
-    let v = data::refresh_bestfree(tp, did, BlockKind::DirData, BLOCK_SIZE)?;
+    let (off, v) = place(tp, did, name, ino, ftype)?;
     set_best(tp, &lf, db, v);
     insert_hash(tp, &mut lf, hashname(name), addr_of(db as u64, off));
     Ok(true)
 }
 
 /// Put an entry into data block `did` at its largest free region (which the caller knows
-/// holds it); returns its offset.
-pub fn place(tp: &mut Trans, did: BufId, name: &[u8], ino: u64, ftype: u8) -> FsResult<usize> {
+/// holds it); returns its offset and the block's largest free length after it.
+pub fn place(
+    tp: &mut Trans,
+    did: BufId,
+    name: &[u8],
+    ino: u64,
+    ftype: u8,
+) -> FsResult<(usize, u16)> {
     let size = data::entsize(name.len());
     let b = tp.buf(did);
-    let (off, len) = data::stored_bestfree(b)[0];
-    let (off, len) = (usize::from(off), usize::from(len));
+    let bf = data::stored_bestfree(b);
+    let (off, len) = (usize::from(bf[0].0), usize::from(bf[0].1));
     match data::slot_at(b, off, BLOCK_SIZE) {
         Ok(data::Slot::Free { len: l, .. }) if l == len && len >= size => {}
         _ => {
@@ -242,7 +247,7 @@ pub fn place(tp: &mut Trans, did: BufId, name: &[u8], ino: u64, ftype: u8) -> Fs
             ));
         }
     }
-    Ok(data::use_free(tp, did, (off, len), ino, name, ftype))
+    data::use_largest_free(tp, did, bf, ino, name, ftype)
 }
 
 /// Remove `name`; frees its data block if it empties, converts to block form when only

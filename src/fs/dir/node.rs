@@ -596,8 +596,7 @@ pub fn add(
             (db, did, fr)
         }
     };
-    let off = leaf::place(tp, did, name, ino, ftype)?;
-    let v = data::refresh_bestfree(tp, did, BlockKind::DirData, BLOCK_SIZE)?;
+    let (off, v) = leaf::place(tp, did, name, ino, ftype)?;
     set_free_best(tp, defer, &mut fr, db, Some(v));
     let root = tree_root(tp, dp)?;
     let mut st = HashStore::writer(tp, dp, defer);
