@@ -175,9 +175,10 @@ mod kernel_fuse {
         for i in 0..40 {
             fs::write(m.at(&format!("f{i}")), b"data").unwrap();
         }
-        // A sync writes inodes (512-byte CRCs) and directory blocks (4 KiB) home.
+        // A sync only forces the log; a quiesce (what a freeze does) also writes the inodes
+        // (512-byte CRCs, computed as each goes home) and directory blocks (4 KiB) home.
         nix::unistd::syncfs(fs::File::open(m.path()).unwrap()).unwrap();
-        m.fs.sync().unwrap();
+        m.fs.quiesce().unwrap();
         let hist = fs::read_to_string(ev.join("hist")).unwrap();
         assert!(hist.starts_with("# event histogram"), "{hist}");
         assert!(hist.contains("crc32c.len[inode]:"), "{hist}");
