@@ -380,7 +380,8 @@ impl Fs {
     }
 
     /// The on-disk image of an in-core inode with its CRC: what a push copies into the
-    /// inode's cluster buffer (XFS's `xfs_iflush` computes the CRC there, and only there).
+    /// inode's cluster buffer (XFS's `xfs_iflush` computes the CRC there; a logged image
+    /// carries none, see [`Fs::dinode_image`]).
     pub(crate) fn encode_inode(&self, core: &mut InodeCore, ino: u64) -> [u8; INODE_SIZE] {
         let mut raw = self.dinode_image(core, ino);
         self.bufs.cksum().update(BlockKind::Inode, &mut raw);

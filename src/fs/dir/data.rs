@@ -341,9 +341,8 @@ pub fn set_ino(tp: &mut Trans, id: BufId, e: &Ent, ino: u64, ftype: u8) {
 
 /// Put an entry of `name` at the start of data block `id`'s largest free region (leaf and node
 /// forms), `bf[0]` of its bestfree table `bf` (which the caller checked holds it), and bring
-/// the table up to date:
-/// from the old table when that decides it, by a scan of the block when not. Returns the
-/// entry's offset and the largest free length left.
+/// the table up to date: from the old table when that decides it, by a scan of the block
+/// when not. Returns the entry's offset and the largest free length left.
 pub fn use_largest_free(
     tp: &mut Trans,
     id: BufId,
