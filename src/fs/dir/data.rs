@@ -48,11 +48,13 @@
 //! In data block 0 of every non-shortform directory, `.` (this directory) sits at offset 64
 //! and `..` (the parent) at 80; other entries start at 96.
 //!
-//! ## Why bestfree is recomputed
+//! ## When bestfree is recomputed
 //! XFS updates the bestfree table incrementally and rescans a block only when it cannot
-//! (`needscan`). labfs rescans the block after every change: a block holds at most a few
-//! hundred slots, the walk is a few hundred nanoseconds, and the table is then exact by
-//! construction, which is what the checker compares against.
+//! (`needscan`). labfs does the same for the hot case, an entry added at the front of the
+//! largest free region ([`bestfree_after_use`]: every create in a growing directory), and
+//! rescans the block after every other change (removes, block-form changes): a block holds
+//! at most a few hundred slots, and a rescanned table is exact by construction, which is
+//! what the checker compares against.
 
 use crate::fs::error::{FsError, FsResult};
 use crate::fs::format::endian::{get_u16, get_u64, put_u16, put_u64};
@@ -266,7 +268,7 @@ pub fn refresh_bestfree(tp: &mut Trans, id: BufId, kind: BlockKind, end: usize) 
 }
 
 /// Store `bf` as block `id`'s bestfree table, if it differs from the stored one.
-fn store_bestfree(tp: &mut Trans, id: BufId, bf: BestFree) {
+pub fn store_bestfree(tp: &mut Trans, id: BufId, bf: BestFree) {
     if bf != stored_bestfree(tp.buf(id)) {
         let b = tp.buf_mut(id);
         for (i, (off, len)) in bf.iter().enumerate() {
@@ -289,7 +291,7 @@ fn ranks_before(a: (u16, u16), b: (u16, u16)) -> bool {
 /// region, so it always decides; a full one (three regions) may hide a fourth that now
 /// ranks third, unless what is left of the region ranks before the old third, as XFS's
 /// `xfs_dir2_data_use_free` decides when to ask for a rescan.
-fn bestfree_after_use(old: BestFree, rest: Option<(u16, u16)>) -> Option<BestFree> {
+pub fn bestfree_after_use(old: BestFree, rest: Option<(u16, u16)>) -> Option<BestFree> {
     let full = old[2].1 != 0;
     let mut bf = [old[1], old[2], (0, 0)];
     if let Some(r) = rest {
@@ -337,34 +339,6 @@ pub fn set_ino(tp: &mut Trans, id: BufId, e: &Ent, ino: u64, ftype: u8) {
     put_u64(b, e.off, ino);
     b[e.off + 9 + e.namelen] = ftype;
     tp.log_buf(id, e.off, e.off + 9 + e.namelen);
-}
-
-/// Put an entry of `name` at the start of data block `id`'s largest free region (leaf and node
-/// forms), `bf[0]` of its bestfree table `bf` (which the caller checked holds it), and bring
-/// the table up to date: from the old table when that decides it, by a scan of the block
-/// when not. Returns the entry's offset and the largest free length left.
-pub fn use_largest_free(
-    tp: &mut Trans,
-    id: BufId,
-    bf: BestFree,
-    ino: u64,
-    name: &[u8],
-    ftype: u8,
-) -> FsResult<(usize, u16)> {
-    let (off, len) = (usize::from(bf[0].0), usize::from(bf[0].1));
-    let size = entsize(name.len());
-    use_free(tp, id, (off, len), ino, name, ftype);
-    let rest = (len > size).then(|| ((off + size) as u16, (len - size) as u16));
-    match bestfree_after_use(bf, rest) {
-        Some(new) => {
-            store_bestfree(tp, id, new);
-            Ok((off, new[0].1))
-        }
-        None => Ok((
-            off,
-            refresh_bestfree(tp, id, BlockKind::DirData, BLOCK_SIZE)?,
-        )),
-    }
 }
 
 /// Put an entry of `name` at the start of the free region `region` (which must hold it);

@@ -222,7 +222,9 @@ pub fn add(tp: &mut Trans, dp: InodeId, name: &[u8], ino: u64, ftype: u8) -> FsR
 }
 
 /// Put an entry into data block `did` at its largest free region (which the caller knows
-/// holds it); returns its offset and the block's largest free length after it.
+/// holds it) and bring the bestfree table up to date: from the old table when that decides
+/// it, by a scan of the block when not. Returns the entry's offset and the block's largest
+/// free length after it.
 pub fn place(
     tp: &mut Trans,
     did: BufId,
@@ -247,7 +249,16 @@ pub fn place(
             ));
         }
     }
-    data::use_largest_free(tp, did, bf, ino, name, ftype)
+    data::use_free(tp, did, (off, len), ino, name, ftype);
+    let rest = (len > size).then(|| ((off + size) as u16, (len - size) as u16));
+    let largest = match data::bestfree_after_use(bf, rest) {
+        Some(new) => {
+            data::store_bestfree(tp, did, new);
+            new[0].1
+        }
+        None => data::refresh_bestfree(tp, did, BlockKind::DirData, BLOCK_SIZE)?,
+    };
+    Ok((off, largest))
 }
 
 /// Remove `name`; frees its data block if it empties, converts to block form when only
