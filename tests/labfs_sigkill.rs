@@ -24,10 +24,10 @@ fn kill_and_recover(kills: u32, seed: u64) {
     // fs_mark refuses to start when a thread's files (-n x -s) would not fit the free space,
     // and a run that exits on its own tests no kill: 4 GiB (sparse) holds the 400 MB each
     // thread asks for after a hundred killed runs have left their files behind (about 15,000
-    // per run, most of them empty: unsynced data dies with the process).
-    let spec = format!("file:{},size=4g", img.display());
-    // Made before the first kill: mkfs is not meant to survive one (it takes about 0.25 s
-    // here, and the first kill may come after 50 ms).
+    // per run, most of them empty: unsynced data dies with the process). Made before the
+    // first kill: mkfs is not meant to survive one (it takes about 0.25 s here, and the
+    // first kill may come after 50 ms). The runs open the image at the size it has.
+    let spec = format!("file:{}", img.display());
     let made = Command::new(env!("CARGO_BIN_EXE_labfs"))
         .args(["mkfs", "-s", "4g"])
         .arg(&img)
