@@ -819,7 +819,8 @@ impl<S: BtreeSpec> Core<S> {
     }
 
     /// Insert `entry` at `path[level].idx`, making room first if the block is full
-    /// (XFS `xfs_btree_insrec` + `xfs_btree_make_block_unfull`). Returns the new block's key
+    /// (XFS `xfs_btree_insrec` + `xfs_btree_make_block_unfull`; a da tree only splits, see
+    /// [`super::Layout::shifts_before_split`]). Returns the new block's key
     /// and pointer when the block had to be split: the caller inserts them one level up.
     fn insrec(
         &mut self,
@@ -846,9 +847,10 @@ impl<S: BtreeSpec> Core<S> {
         let mut first_idx = start.idx;
         let mut split = None;
         if numrecs::<S>(st.bytes(start.buf)) >= max {
-            if self.rshift(st, path, level)? {
+            let shifts = S::LAYOUT.shifts_before_split();
+            if shifts && self.rshift(st, path, level)? {
                 // Our last entry went right; the insert position is unchanged.
-            } else if self.lshift(st, path, level)? {
+            } else if shifts && self.lshift(st, path, level)? {
                 first_idx = path[level].idx;
             } else {
                 split = Some(self.split(st, path, level)?);

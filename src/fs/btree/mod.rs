@@ -10,7 +10,8 @@
 //! algorithms in [`Cursor`] are written once. This is XFS's `xfs_btree.c` design, and the
 //! algorithms deliberately follow it step for step (lookup by binary search per level;
 //! insert that makes room by shifting one entry to the right sibling, else to the left
-//! sibling, else splitting; delete that refills an underfull block from the right sibling,
+//! sibling, else splitting (a [`Layout::Da`] tree splits at once, as XFS's da btree does);
+//! delete that refills an underfull block from the right sibling,
 //! else from the left, else joins it with a neighbour, and kills a root left with a single
 //! child), because the point of labfs is that its `abtb2`/`abtc2`/`bmbt2`/`ibt2`/`fibt2`
 //! statistics mean what they mean on XFS. The code is our own.

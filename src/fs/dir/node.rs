@@ -10,7 +10,10 @@
 //! [`LEAF_FIRST`], as XFS keeps the da root at the first leaf block: when the tree grows a
 //! level (its new root lands elsewhere) or loses one (its only child becomes the root), the
 //! mappings of `LEAF_FIRST` and the other block are swapped and the two pointers that named
-//! them are fixed (`fixup_root`). The tree's height is found without a stored field: one
+//! them are fixed (`fixup_root`). A full block splits in two, as XFS's da btree does
+//! (`xfs_da3_split`), without first passing an entry to a sibling as the AG trees do: an
+//! insert dirties the one leaf it lands in, so a checkpoint relogs one leaf per create in a
+//! big directory, not two. The tree's height is found without a stored field: one
 //! mapped block in the index space means a single `leafn` root; otherwise the root is a
 //! `da3_node` whose header gives its level. The da btree has no stat line in XFS, so its
 //! operation counts are not reported.

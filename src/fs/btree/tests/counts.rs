@@ -7,7 +7,7 @@
 use super::super::block::SpecGeom;
 use super::super::kinds::{BnoSpec, FreeExtent};
 use super::super::{BtreeOp, Cursor, LookupMode, OpCounts};
-use super::support::{Harness, TinyRec, TinyShort};
+use super::support::{Harness, Model, TinyDa, TinyRec, TinyShort};
 
 fn rec(k: u32) -> TinyRec {
     TinyRec { key: k, val: k + 1 }
@@ -35,7 +35,12 @@ fn measure<S: super::support::Model>(
 }
 
 fn tiny_with(keys: &[u32]) -> Harness<TinyShort> {
-    let mut h = Harness::<TinyShort>::new(5);
+    tiny_in(keys)
+}
+
+/// A tiny tree of spec `S` (any layout) holding `keys`, inserted in order.
+fn tiny_in<S: Model<Rec = TinyRec, Key = u32>>(keys: &[u32]) -> Harness<S> {
+    let mut h = Harness::<S>::new(5);
     for &k in keys {
         h.insert(rec(k));
     }
@@ -43,7 +48,7 @@ fn tiny_with(keys: &[u32]) -> Harness<TinyShort> {
 }
 
 /// The leaves of a two-level tiny tree, left to right, as key lists.
-fn leaves(h: &mut Harness<TinyShort>) -> Vec<Vec<u32>> {
+fn leaves<S: Model<Rec = TinyRec, Key = u32>>(h: &mut Harness<S>) -> Vec<Vec<u32>> {
     let mut out: Vec<Vec<u32>> = Vec::new();
     let mut c = h.cursor();
     let first = *h.model.keys().next().expect("tree not empty");
@@ -198,6 +203,25 @@ fn insert_into_full_leaf_shifts_its_last_record_right() {
     assert_eq!(
         leaves(&mut h),
         vec![vec![10, 12, 15, 17], vec![20, 30, 40, 50]]
+    );
+    h.verify();
+}
+
+#[test]
+fn insert_into_full_da_leaf_splits_it_and_leaves_the_siblings_alone() {
+    // The same tree and insert as the rshift test, in the da layout: XFS's da btree splits
+    // a full leaf (`xfs_da3_split`) where its generic btrees pass an entry to a sibling.
+    let mut h = tiny_in::<TinyDa>(&[10, 20, 30, 40, 50, 15, 17]);
+    assert_eq!(leaves(&mut h), vec![vec![10, 15, 17, 20], vec![30, 40, 50]]);
+    let got = measure(&mut h, |c, st| c.insert(st, &rec(12)).unwrap());
+    h.model.insert(12, rec(12));
+    assert_eq!(got.get(BtreeOp::Rshift) + got.get(BtreeOp::Lshift), 0);
+    assert_eq!(got.get(BtreeOp::Split), 1);
+    // The upper half [17,20] moves to a new leaf; 12 goes into the lower half; the right
+    // sibling keeps its three records.
+    assert_eq!(
+        leaves(&mut h),
+        vec![vec![10, 12, 15], vec![17, 20], vec![30, 40, 50]]
     );
     h.verify();
 }
