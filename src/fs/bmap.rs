@@ -452,10 +452,10 @@ pub fn set_mapping(tp: &mut Trans, ip: InodeId, e: Extent, new_blocks: bool) -> 
 }
 
 fn replace_or_insert(list: &mut ExtentList, e: Extent) -> ListChange {
-    if list
-        .iter()
-        .any(|x| x.startoff < e.end() && e.startoff < x.end())
-    {
+    // The list is sorted and its extents do not overlap: only the first extent ending after
+    // `e` starts can overlap it.
+    let i = list.partition_point(|x| x.end() <= e.startoff);
+    if list.get(i).is_some_and(|x| x.startoff < e.end()) {
         replace(list, e)
     } else {
         insert(list, e)

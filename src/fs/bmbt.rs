@@ -109,12 +109,19 @@ enum TreeAction {
 /// `apply_change`).
 pub fn sync_fork(tp: &mut Trans, ip: InodeId, change: &ListChange) -> FsResult<()> {
     let ino = tp.ino(ip);
-    let real = |v: &[Extent]| v.iter().filter(|e| !e.is_delalloc()).count();
+    // Whether a list has more real extents than the inode holds. It stops counting there:
+    // a big directory's list has tens of thousands, and this runs for every change.
+    let too_many = |v: &[Extent]| {
+        v.iter()
+            .filter(|e| !e.is_delalloc())
+            .nth(MAX_INLINE_EXTENTS)
+            .is_some()
+    };
     let action = match &tp.ic(ip).fork {
-        DataFork::Extents(list) if real(list) > MAX_INLINE_EXTENTS => TreeAction::Build,
+        DataFork::Extents(list) if too_many(list) => TreeAction::Build,
         DataFork::Btree(b) => TreeAction::Apply {
             root: b.root,
-            then_remove: real(&b.extents) <= MAX_INLINE_EXTENTS,
+            then_remove: !too_many(&b.extents),
         },
         _ => TreeAction::None,
     };
