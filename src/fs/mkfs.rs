@@ -36,6 +36,13 @@ const AGFL_SEED: u32 = 4;
 const MIN_AG_BLOCKS: u64 = 256;
 /// Smallest log mkfs makes, in blocks (256 KiB, the `logsize` option's minimum).
 const MIN_LOG_BLOCKS: u64 = 64;
+/// Largest default log, in blocks (2 GiB, the `logsize` option's maximum).
+const MAX_LOG_BLOCKS: u64 = (2 << 30) / BLOCK_SIZE as u64;
+/// The smallest device mkfs.xfs formats (300 MiB); from here up labfs sizes its log as
+/// mkfs.xfs does.
+const XFS_MIN_DEVICE: u64 = 300 << 20;
+/// mkfs.xfs's smallest default log on such a device, in blocks (64 MiB).
+const XFS_MIN_DEFAULT_LOG_BLOCKS: u64 = 16_384;
 
 // The smallest filesystem is one smallest AG: the device grammar refuses anything smaller
 // with the same figure, so `--device mem:4k` fails where it is typed, not here.
@@ -87,8 +94,8 @@ fn new_uuid() -> [u8; 16] {
 
 /// Choose the geometry for a device of `bytes`.
 ///
-/// Options left to mkfs are fitted to the device (fewer AGs on a small one, a log of 1/64 of
-/// it); options the user gave are honoured or refused, never adjusted: `agcount` groups that
+/// Options left to mkfs are fitted to the device (fewer AGs on a small one, a log sized as
+/// [`default_log_blocks`] says); options the user gave are honoured or refused, never adjusted: `agcount` groups that
 /// would each be under 1 MiB, or a `logsize` log that does not fit in AG 0, is an error, as
 /// mkfs.xfs refuses an impossible `-d agcount` or `-l size`.
 pub fn plan(bytes: u64, opts: &Options) -> FsResult<Geometry> {
@@ -138,7 +145,7 @@ pub fn plan(bytes: u64, opts: &Options) -> FsResult<Geometry> {
             }
             blocks
         }
-        None => (dblocks / 64).clamp(256, 16_384).min(room),
+        None => default_log_blocks(dblocks).min(room),
     };
     if logblocks < MIN_LOG_BLOCKS {
         return Err(FsError::Invalid("device too small for a log"));
@@ -151,6 +158,18 @@ pub fn plan(bytes: u64, opts: &Options) -> FsResult<Geometry> {
         logstart: first_log,
         logblocks: logblocks as u32,
     })
+}
+
+/// The log size mkfs picks for a device of `dblocks` blocks when `logsize` is not given.
+/// From 300 MiB up, mkfs.xfs's (xfsprogs 6.1): 1/2048 of the device, at least 64 MiB, at
+/// most 2 GiB; so a 1 GiB device gets 64 MiB, as `mkfs.xfs` makes on the same image.
+/// Smaller devices, which mkfs.xfs refuses, get 1/64 of the device, at least 1 MiB.
+fn default_log_blocks(dblocks: u64) -> u64 {
+    if dblocks * BLOCK_SIZE as u64 >= XFS_MIN_DEVICE {
+        (dblocks / 2048).clamp(XFS_MIN_DEFAULT_LOG_BLOCKS, MAX_LOG_BLOCKS)
+    } else {
+        (dblocks / 64).max(256)
+    }
 }
 
 /// Write the headers, roots and free space of AG `agno`.
@@ -384,8 +403,30 @@ mod tests {
         assert!(g.logblocks >= 64 && u64::from(g.logblocks) < u64::from(g.agblocks));
         let g = plan(1 << 30, &Options::default()).unwrap();
         assert_eq!((g.agcount, g.agblocks), (4, 65_536));
-        assert_eq!(g.logblocks, 4096);
+        assert_eq!(g.logblocks, 16_384);
         assert!(plan(64 << 10, &Options::default()).is_err());
+    }
+
+    #[test]
+    fn the_default_log_is_the_size_mkfs_xfs_gives_the_same_device() {
+        // `mkfs.xfs -N` (xfsprogs 6.1) on sparse images of these sizes prints these log
+        // blocks; it refuses anything under 300 MiB.
+        for (bytes, blocks) in [
+            (300u64 << 20, 16_384),
+            (1 << 30, 16_384),
+            (4352 << 20, 16_384),
+            (64 << 30, 16_384),
+            (300 << 30, 38_400),
+            (1 << 40, 131_072),
+        ] {
+            let g = plan(bytes, &Options::default()).unwrap();
+            assert_eq!(g.logblocks, blocks, "{bytes} bytes");
+        }
+        // Below that, 1/64 of the device, as before mkfs.xfs's 64 MiB floor.
+        assert_eq!(
+            plan(299 << 20, &Options::default()).unwrap().logblocks,
+            1196
+        );
     }
 
     #[test]

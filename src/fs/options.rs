@@ -64,7 +64,7 @@ pub const DEFAULT_DCACHE_ENTRIES: usize = 1_000_000;
 pub struct MkfsOptions {
     /// Allocation groups (`agcount=`); by default [`DEFAULT_AGCOUNT`], fewer on small devices.
     pub agcount: Option<u32>,
-    /// Log size in bytes (`logsize=`); by default 1/64 of the device, 1 MiB to 64 MiB.
+    /// Log size in bytes (`logsize=`); by default as mkfs.xfs sizes it (see `mkfs::plan`).
     pub log_bytes: Option<u64>,
 }
 
@@ -398,7 +398,7 @@ pub static OPTIONS: [OptionDef; 11] = [
             power_of_two: false,
         },
         help: "size of the log (it must fit in the first allocation group)",
-        default: "1/64 of the device, 1m..64m",
+        default: "as mkfs.xfs: 1/2048 of the device, 64m..2g (1/64, from 1m, below 300m)",
         shown: false,
         set: |o, v| {
             o.mkfs.log_bytes = Some(number(v)?);
