@@ -94,10 +94,10 @@ fn new_uuid() -> [u8; 16] {
 
 /// Choose the geometry for a device of `bytes`.
 ///
-/// Options left to mkfs are fitted to the device (fewer AGs on a small one, a log sized as
-/// [`default_log_blocks`] says); options the user gave are honoured or refused, never adjusted: `agcount` groups that
-/// would each be under 1 MiB, or a `logsize` log that does not fit in AG 0, is an error, as
-/// mkfs.xfs refuses an impossible `-d agcount` or `-l size`.
+/// Options left to mkfs are fitted to the device (fewer AGs on a small one, a log sized by
+/// [`default_log_blocks`]); options the user gave are honoured or refused, never adjusted:
+/// `agcount` groups that would each be under 1 MiB, or a `logsize` log that does not fit in
+/// AG 0, is an error, as mkfs.xfs refuses an impossible `-d agcount` or `-l size`.
 pub fn plan(bytes: u64, opts: &Options) -> FsResult<Geometry> {
     if bytes < MIN_LABFS_SIZE {
         return Err(FsError::Invalid(
@@ -422,7 +422,7 @@ mod tests {
             let g = plan(bytes, &Options::default()).unwrap();
             assert_eq!(g.logblocks, blocks, "{bytes} bytes");
         }
-        // Below that, 1/64 of the device, as before mkfs.xfs's 64 MiB floor.
+        // Below that, where mkfs.xfs refuses, 1/64 of the device.
         assert_eq!(
             plan(299 << 20, &Options::default()).unwrap().logblocks,
             1196

@@ -52,8 +52,8 @@ pub(crate) struct Header {
 impl Layout {
     /// Whether a full block passes an entry to a sibling before it splits. XFS's generic
     /// btrees do (`xfs_btree_make_block_unfull`); its da btree splits at once
-    /// (`xfs_da3_split`), so a directory insert dirties the one leaf it lands in and leaves
-    /// hold about 70% of what they could under random hashes, not close to 100%.
+    /// (`xfs_da3_split`), so a directory insert dirties the one leaf it lands in; the price
+    /// is emptier leaves: a split leaves two half-full blocks, and only inserts fill them.
     pub(crate) const fn shifts_before_split(self) -> bool {
         !matches!(self, Layout::Da)
     }
