@@ -95,7 +95,7 @@ fn new_uuid() -> [u8; 16] {
 /// Choose the geometry for a device of `bytes`.
 ///
 /// Options left to mkfs are fitted to the device (fewer AGs on a small one, a log sized by
-/// [`default_log_blocks`]); options the user gave are honoured or refused, never adjusted:
+/// `default_log_blocks`); options the user gave are honoured or refused, never adjusted:
 /// `agcount` groups that would each be under 1 MiB, or a `logsize` log that does not fit in
 /// AG 0, is an error, as mkfs.xfs refuses an impossible `-d agcount` or `-l size`.
 pub fn plan(bytes: u64, opts: &Options) -> FsResult<Geometry> {
