@@ -99,10 +99,12 @@
 //! (`/proc/PID/task/*/schedstat`), so the loss is its own work per create: 10.3 us at 200k,
 //! 15.9 us at 3.2M in a profile, the growth being cache and TLB misses in the hash tree walk
 //! (+1.9 us, of which the directory's extent-list search +0.7), page faults (+0.9), the
-//! dentry and inode caches (+1.2) and the CIL commit (+0.6). The 200k run has a 19 MiB log
-//! and the 3.2M run 64 MiB (labfs's default is 1/64 of the device); with mkfs.xfs's default
-//! (64 MiB from 300 MB up) the 200k loop runs 11% faster (94-95k against 85k files/s in
-//! alternated runs), which would lower the ratio.
+//! dentry and inode caches (+1.2) and the CIL commit (+0.6). In those runs the 200k
+//! device had a 19 MiB log and the 3.2M one 64 MiB (labfs's default was then 1/64 of the
+//! device). Since mkfs sizes the log as mkfs.xfs does (64 MiB at every size here), the 200k
+//! loop runs about 11% faster (94-95k against 85k files/s, alternated), which lowers the
+//! ratio; two runs an hour later, the VM slower (9.5-10 us per fault at 3.2M): 83,243 /
+//! 59,320 / 46,778 (0.56; per CPU-second 0.53) and 80,869 / 61,641 / 46,973 (0.58; 0.56).
 
 use std::path::PathBuf;
 
