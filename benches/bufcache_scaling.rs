@@ -98,8 +98,9 @@
 //! 78,639 / 59,656 (0.63; 0.72). The worker thread is on a CPU the whole time at every size
 //! (`/proc/PID/task/*/schedstat`), so the loss is its own work per create: 10.3 us at 200k,
 //! 15.9 us at 3.2M in a profile, the growth being cache and TLB misses in the hash tree walk
-//! (+1.9 us, of which the directory's extent-list search +0.7), page faults (+0.9), the
-//! dentry and inode caches (+1.2) and the CIL commit (+0.6). In those runs the 200k
+//! (+1.9 us, of which the directory's extent-list search +0.7), the new in-core inode (+0.8,
+//! mostly its page faults), the CIL commit (+0.6) and the dentry cache (+0.4); the rest is
+//! spread thin. In those runs the 200k
 //! device had a 19 MiB log and the 3.2M one 64 MiB (labfs's default was then 1/64 of the
 //! device). Since mkfs sizes the log as mkfs.xfs does (64 MiB at every size here), the 200k
 //! loop runs about 11% faster (94-95k against 85k files/s, alternated), which lowers the
