@@ -26,7 +26,7 @@ use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr};
 use crate::fs::geo::Geometry;
 use crate::fs::ialloc::ialloc;
 use crate::fs::inode::S_IFDIR;
-use crate::fs::options::{DEFAULT_AGCOUNT, Options};
+use crate::fs::options::{DEFAULT_AGCOUNT, MAX_LOG_BYTES, MIN_LOG_BYTES, Options};
 use crate::fs::trans::{Resv, Trans};
 use crate::fs::treestore::{TreeSpace, TreeStore};
 
@@ -34,10 +34,10 @@ use crate::fs::treestore::{TreeSpace, TreeStore};
 const AGFL_SEED: u32 = 4;
 /// Smallest AG labfs makes (1 MiB).
 const MIN_AG_BLOCKS: u64 = 256;
-/// Smallest log mkfs makes, in blocks (256 KiB, the `logsize` option's minimum).
-const MIN_LOG_BLOCKS: u64 = 64;
-/// Largest default log, in blocks (2 GiB, the `logsize` option's maximum).
-const MAX_LOG_BLOCKS: u64 = (2 << 30) / BLOCK_SIZE as u64;
+/// Smallest log mkfs makes, in blocks (the `logsize` option's minimum).
+const MIN_LOG_BLOCKS: u64 = MIN_LOG_BYTES / BLOCK_SIZE as u64;
+/// Largest default log, in blocks (the `logsize` option's maximum).
+const MAX_LOG_BLOCKS: u64 = MAX_LOG_BYTES / BLOCK_SIZE as u64;
 /// The smallest device mkfs.xfs formats (300 MiB); from here up labfs sizes its log as
 /// mkfs.xfs does.
 const XFS_MIN_DEVICE: u64 = 300 << 20;

@@ -56,6 +56,10 @@ impl std::str::FromStr for SyncWait {
 /// Allocation groups mkfs makes when `agcount` is not given (fewer on devices too small for
 /// four 1 MiB groups).
 pub const DEFAULT_AGCOUNT: u32 = 4;
+/// Smallest log `logsize=` accepts, in bytes (mkfs makes none smaller).
+pub const MIN_LOG_BYTES: u64 = 256 << 10;
+/// Largest log `logsize=` accepts, in bytes (mkfs's default never goes above it either).
+pub const MAX_LOG_BYTES: u64 = 2 << 30;
 /// Dentry-cache entries kept by default (`dcache=`).
 pub const DEFAULT_DCACHE_ENTRIES: usize = 1_000_000;
 
@@ -392,8 +396,8 @@ pub static OPTIONS: [OptionDef; 11] = [
         key: "logsize",
         stage: Stage::Mkfs,
         values: Values::Size {
-            min: 256 * KIB,
-            max: 2 << 30,
+            min: MIN_LOG_BYTES,
+            max: MAX_LOG_BYTES,
             multiple_of: 4 * KIB,
             power_of_two: false,
         },
