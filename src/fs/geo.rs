@@ -110,6 +110,16 @@ impl Geometry {
         (fsblock % u64::from(self.agblocks)) as u32
     }
 
+    /// First sector of the log.
+    pub fn log_daddr(&self) -> u64 {
+        self.logstart * BB_PER_BLOCK
+    }
+
+    /// Bytes of log.
+    pub fn log_bytes(&self) -> u64 {
+        u64::from(self.logblocks) * BLOCK_SIZE as u64
+    }
+
     /// Device address of block `agbno` in AG `agno`.
     pub fn ag_daddr(&self, agno: u32, agbno: u32) -> Daddr {
         Daddr::of_block(self.fsblock(agno, agbno))

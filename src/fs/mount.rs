@@ -158,7 +158,7 @@ impl Fs {
                 pin_limit: bufs.limit_bytes() / 4,
             },
             LogGeometry {
-                start_daddr: geo.logstart * crate::fs::format::BB_PER_BLOCK,
+                start_daddr: geo.log_daddr(),
                 log_bb: geo.logblocks * crate::fs::format::BB_PER_BLOCK as u32,
                 logbufs: opts.logbufs,
                 logbsize: opts.logbsize,

@@ -21,7 +21,7 @@ use crate::fs::fastmap::FastMap;
 use crate::fs::cksum::Cksum;
 use crate::fs::dev::BlockDev;
 use crate::fs::error::{FsError, FsResult, IoOp};
-use crate::fs::format::{BB_PER_BLOCK, BBSIZE, BLOCK_SIZE, BlockKind, INODE_SIZE};
+use crate::fs::format::{BB_PER_BLOCK, BBSIZE, BlockKind, INODE_SIZE};
 use crate::fs::geo::{BLOCKS_PER_CLUSTER, Geometry, INODE_CLUSTER_SIZE};
 use crate::fs::log::item::{
     self, CLIENT_LOG, CLIENT_TRANS, LoggedItem, OP_COMMIT, OP_CONTINUE, OP_HEADER_LEN, OP_UNMOUNT,
@@ -57,9 +57,8 @@ fn corrupt(daddr: u64, what: String) -> FsError {
 
 /// Read the log region of `geo` from `dev`.
 pub fn read_log(dev: &dyn BlockDev, geo: &Geometry) -> FsResult<Vec<u8>> {
-    let start = geo.logstart * BB_PER_BLOCK;
-    let len = u64::from(geo.logblocks) * BLOCK_SIZE as u64;
-    let mut region = vec![0u8; len as usize];
+    let start = geo.log_daddr();
+    let mut region = vec![0u8; geo.log_bytes() as usize];
     dev.read_at(&mut region, start * BBSIZE as u64)
         .map_err(|e| FsError::io(IoOp::ReadLog, Some(start), e))?;
     Ok(region)
@@ -160,7 +159,7 @@ pub fn recover(
     uuid: &[u8; 16],
     geo: &Geometry,
 ) -> FsResult<Recovery> {
-    let log_daddr = geo.logstart * BB_PER_BLOCK;
+    let log_daddr = geo.log_daddr();
     let log_bb = geo.logblocks as u64 * BB_PER_BLOCK;
     let region = read_log(dev, geo)?;
     let window =
