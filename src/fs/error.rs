@@ -135,6 +135,8 @@ pub enum IoOp {
     ReadLog,
     /// Writing a block replayed from the log home.
     WriteReplayed,
+    /// Writing zeros over the log region at mkfs.
+    ZeroLog,
 }
 
 impl fmt::Display for IoOp {
@@ -150,6 +152,7 @@ impl fmt::Display for IoOp {
             IoOp::WriteLog => f.write_str("writing a log record"),
             IoOp::ReadLog => f.write_str("reading the log"),
             IoOp::WriteReplayed => f.write_str("writing a block replayed from the log"),
+            IoOp::ZeroLog => f.write_str("zeroing the log"),
         }
     }
 }

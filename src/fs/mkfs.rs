@@ -15,14 +15,14 @@ use crate::fs::btree::store::BufId;
 use crate::fs::btree::{self, BtreeSpec, Cursor};
 use crate::fs::dev::BlockDev;
 use crate::fs::dev::spec::MIN_LABFS_SIZE;
-use crate::fs::error::{FsError, FsResult, SbProblem};
+use crate::fs::error::{FsError, FsResult, IoOp, SbProblem};
 use crate::fs::format::ag::{
     AGF_SECTOR, AGFL_SECTOR, AGI_SECTOR, Agf, Agi, BNO_ROOT_BLOCK, CNT_ROOT_BLOCK, FINO_ROOT_BLOCK,
     FIRST_FREE_BLOCK, INO_ROOT_BLOCK, NULL_AGBLOCK, SB_SECTOR, agfl_init, agfl_set,
 };
 use crate::fs::format::dinode::DinodeCore;
 use crate::fs::format::sb::{NULL_INO, Superblock, ceil_log2};
-use crate::fs::format::{BBSIZE, BLOCK_SIZE, BlockKind, Daddr};
+use crate::fs::format::{BBSHIFT, BBSIZE, BLOCK_SIZE, BlockKind, Daddr};
 use crate::fs::geo::Geometry;
 use crate::fs::ialloc::ialloc;
 use crate::fs::inode::S_IFDIR;
@@ -282,6 +282,29 @@ fn write_superblocks(fs: &Fs, sb: &Superblock) -> FsResult<()> {
     tp.commit()
 }
 
+/// Bytes of zeros written per request when clearing the log.
+const ZERO_CHUNK: usize = 1 << 20;
+
+/// Write zeros over the whole log region, as mkfs.xfs does before it writes the log's first
+/// record (`libxfs_log_clear`). Nothing another filesystem left there can then look like a
+/// record, and the log's first pass overwrites blocks the device already holds, as on a
+/// freshly made XFS (on the `mem` device: pages that already exist, as on a loop device
+/// over tmpfs).
+fn zero_log(dev: &dyn BlockDev, geo: &Geometry) -> FsResult<()> {
+    let start = geo.log_daddr() << BBSHIFT;
+    let len = geo.log_bytes();
+    let zeros = vec![0u8; ZERO_CHUNK];
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(ZERO_CHUNK as u64) as usize;
+        let at = start + done;
+        dev.write_at(&zeros[..n], at, false)
+            .map_err(|e| FsError::io(IoOp::ZeroLog, Some(at >> BBSHIFT), e))?;
+        done += n as u64;
+    }
+    Ok(())
+}
+
 /// Make a labfs on `dev`, replacing whatever was there.
 pub fn mkfs(dev: Arc<dyn BlockDev>, opts: &Options) -> FsResult<()> {
     let geo = plan(dev.size(), opts)?;
@@ -302,8 +325,8 @@ pub fn mkfs(dev: Arc<dyn BlockDev>, opts: &Options) -> FsResult<()> {
         fdblocks: 0,
         lsn: 0,
     };
-    // The log starts empty at cycle 1, block 0: whatever the log region held before belongs
-    // to another filesystem (another UUID), which recovery ignores.
+    zero_log(dev.as_ref(), &geo)?;
+    // The log starts empty at cycle 1, block 0.
     let log_start = u64::from(geo.logblocks) * crate::fs::format::BB_PER_BLOCK;
     let fs = Fs::assemble(Arc::clone(&dev), opts.mount.clone(), &sb, geo, log_start);
     write_superblocks(&fs, &sb)?;
@@ -405,6 +428,26 @@ mod tests {
         assert_eq!((g.agcount, g.agblocks), (4, 65_536));
         assert_eq!(g.logblocks, 16_384);
         assert!(plan(64 << 10, &Options::default()).is_err());
+    }
+
+    #[test]
+    fn mkfs_zeroes_the_whole_log_region_as_mkfs_xfs_does() {
+        use crate::fs::dev::MemDev;
+        const SIZE: u64 = 16 << 20;
+        let dev: Arc<dyn BlockDev> = Arc::new(MemDev::new(SIZE).unwrap());
+        // Another filesystem's leftovers everywhere, the log region included.
+        dev.write_at(&vec![0xab; SIZE as usize], 0, false).unwrap();
+        mkfs(Arc::clone(&dev), &Options::default()).unwrap();
+        let geo = plan(SIZE, &Options::default()).unwrap();
+        let mut log = vec![0u8; geo.log_bytes() as usize];
+        dev.read_at(&mut log, geo.log_daddr() << BBSHIFT).unwrap();
+        // mkfs's own records fill a few blocks at the start; the rest is zero, not what
+        // the device held.
+        let tail = &log[log.len() / 2..];
+        assert!(
+            tail.iter().all(|&b| b == 0),
+            "the log's unused half is zero"
+        );
     }
 
     #[test]
