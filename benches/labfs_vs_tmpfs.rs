@@ -26,6 +26,11 @@
 
 use std::path::PathBuf;
 
+// The same allocator and page policy as the `fsmark` binary, so labfs's rate is the one a
+// user of `fsmark` sees (this bench used the system allocator before 2026-12-05).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::Parser;
 use fslab::backend::open::{BackendConfig, open};
 use fslab::cli::fsmark::FsmarkArgs;
@@ -71,6 +76,7 @@ fn run(backend: BackendConfig, dir: PathBuf, extra: &[String]) -> f64 {
 }
 
 fn main() {
+    fslab::cli::memory::use_base_pages();
     let mut extra: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| a != "--bench")
