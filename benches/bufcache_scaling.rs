@@ -120,29 +120,7 @@ use fslab::cli::fsmark::FsmarkArgs;
 use fslab::fs::dev::spec::{DeviceSpec, MemSpec};
 use fslab::fs::options::Options;
 use fslab::workload::SystemClock;
-use fslab::workload::fsmark::{self, LoopReport, RunEnv, RunStart};
-
-struct Quiet;
-
-impl fsmark::Reporter for Quiet {
-    fn run_started(&mut self, _: &RunStart<'_>) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn loop_finished(&mut self, _: &LoopReport) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .expect("resident pages");
-    // SAFETY: sysconf has no preconditions.
-    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64
-}
+use fslab::workload::fsmark::{self, RunEnv};
 
 /// User plus system CPU time of this process, in seconds.
 /// This process's CPU time so far: user seconds, system seconds, and minor page faults.
@@ -184,7 +162,7 @@ fn one(per_loop: u32, loops: u32) {
         size: (1u64 << 30) + u64::from(files) * 1024,
         ..MemSpec::default()
     });
-    let before = rss_bytes();
+    let before = fslab::workload::syncbench::rss_bytes().expect("resident set");
     let mut lab = LabConfig::new(device);
     if let Ok(o) = std::env::var("FSLAB_SCALING_OPTS") {
         lab.options = Options::parse(&o).expect("FSLAB_SCALING_OPTS: labfs -o options");
@@ -200,11 +178,11 @@ fn one(per_loop: u32, loops: u32) {
         interrupt: None,
     };
     let (user0, sys0, faults0) = cpu_usage();
-    let outcome = fsmark::run(&env, &config, &mut Quiet).expect("run");
+    let outcome = fsmark::run(&env, &config, &mut fsmark::Silent).expect("run");
     let (user1, sys1, faults1) = cpu_usage();
     let (user, sys, faults) = (user1 - user0, sys1 - sys0, faults1 - faults0);
     let cpu = user + sys;
-    let after = rss_bytes();
+    let after = fslab::workload::syncbench::rss_bytes().expect("resident set");
     // Files over the summed loop times (each loop's rate is files over its time).
     let wall: f64 = outcome
         .rates

@@ -25,17 +25,6 @@ use fslab::fs::dev::{BlockDev, FileDev, file::FileOptions};
 use fslab::fs::mkfs::mkfs;
 use fslab::fs::options::Options;
 
-fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .expect("resident pages");
-    // SAFETY: sysconf has no preconditions.
-    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64
-}
-
 /// Mount options: a small buffer cache, and an inode cache that holds every inode.
 fn cache_options(n: u64) -> String {
     format!("bufcache=16m,icache={}", (n + n / 10).max(4_000_000))
@@ -124,7 +113,7 @@ fn measure(img: &std::path::Path) {
     );
     let fs = Fs::mount(Arc::clone(&dev), opts.mount.clone()).expect("mount");
     let root = fs.root().expect("root");
-    let before = rss_bytes();
+    let before = fslab::workload::syncbench::rss_bytes().expect("resident set");
     let cached_before = fs.icache.len();
     let mut held = 0u64;
     for e in fs.readdir(&root).expect("readdir") {
@@ -134,7 +123,7 @@ fn measure(img: &std::path::Path) {
             held += 1;
         }
     }
-    let after = rss_bytes();
+    let after = fslab::workload::syncbench::rss_bytes().expect("resident set");
     let cached = (fs.icache.len() - cached_before) as u64;
     println!("inodes looked up: {held}, cached: {cached}");
     println!(

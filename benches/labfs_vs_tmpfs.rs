@@ -35,18 +35,7 @@ use clap::Parser;
 use fslab::backend::open::{BackendConfig, open};
 use fslab::cli::fsmark::FsmarkArgs;
 use fslab::workload::SystemClock;
-use fslab::workload::fsmark::{self, LoopReport, RunEnv, RunStart};
-
-struct Quiet;
-
-impl fsmark::Reporter for Quiet {
-    fn run_started(&mut self, _: &RunStart<'_>) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn loop_finished(&mut self, _: &LoopReport) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use fslab::workload::fsmark::{self, RunEnv};
 
 fn run(backend: BackendConfig, dir: PathBuf, extra: &[String]) -> f64 {
     let mut argv = vec![
@@ -69,7 +58,7 @@ fn run(backend: BackendConfig, dir: PathBuf, extra: &[String]) -> f64 {
         clock: &SystemClock,
         interrupt: None,
     };
-    let outcome = fsmark::run(&env, &config, &mut Quiet).expect("run");
+    let outcome = fsmark::run(&env, &config, &mut fsmark::Silent).expect("run");
     drop(target);
     opened.finish().expect("unmount");
     outcome.summary.average

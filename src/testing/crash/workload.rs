@@ -24,7 +24,7 @@ use crate::testing::VirtualClock;
 use crate::testing::crash::HarnessError;
 use crate::testing::crash::ace::AceSeq;
 use crate::testing::crash::record::{Recorder, Recording};
-use crate::workload::fsmark::{self, Config, LoopReport, Reporter, RunEnv, RunStart, SyncMethod};
+use crate::workload::fsmark::{self, Config, RunEnv, SyncMethod};
 
 /// Device size for the harness's filesystems: small, so images are cheap to copy.
 pub const DEVICE_SIZE: u64 = 32 << 20;
@@ -200,19 +200,6 @@ impl FromStr for Workload {
     }
 }
 
-/// The fs_mark engine's report sink: the harness wants the calls, not the table.
-struct Quiet;
-
-impl Reporter for Quiet {
-    fn run_started(&mut self, _start: &RunStart<'_>) -> std::io::Result<()> {
-        Ok(())
-    }
-
-    fn loop_finished(&mut self, _report: &LoopReport) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn run_fsmark(rec: &Recorder, load: &FsmarkLoad) -> Result<(), HarnessError> {
     let mut config = Config::new("/fsmark");
     config.threads = load.threads;
@@ -226,7 +213,7 @@ fn run_fsmark(rec: &Recorder, load: &FsmarkLoad) -> Result<(), HarnessError> {
         clock: &clock,
         interrupt: None,
     };
-    fsmark::run(&env, &config, &mut Quiet)?;
+    fsmark::run(&env, &config, &mut fsmark::Silent)?;
     Ok(())
 }
 

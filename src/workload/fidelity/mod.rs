@@ -29,7 +29,7 @@ use crate::backend::open::{BackendConfig, LabConfig, OpenError, OpenedBackend, o
 use crate::backend::{Errno, Target, TargetError, mkdir_parents};
 use crate::fs::stats::layout::current_layout;
 use crate::fs::stats::{DecodeError, MountStats, StatFile};
-use crate::workload::fsmark::{self, Config, FsmarkError, LoopReport, Reporter, RunStart};
+use crate::workload::fsmark::{self, Config, FsmarkError, Reporter};
 use crate::workload::{Clock, SystemClock};
 
 use table::{BAND, RARE_PER_FILE, Rule, rule_for};
@@ -283,19 +283,6 @@ pub fn measure(
     Ok((run, outcome))
 }
 
-/// A reporter that prints nothing.
-struct Quiet;
-
-impl Reporter for Quiet {
-    fn run_started(&mut self, _start: &RunStart<'_>) -> std::io::Result<()> {
-        Ok(())
-    }
-
-    fn loop_finished(&mut self, _report: &LoopReport) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Run `config` with [`measure`] on a labfs made fresh on `lab`'s device, silently, and
 /// unmount it.
 pub fn run_on_fresh_labfs(lab: &LabConfig, config: &Config) -> Result<LabRun, FidelityError> {
@@ -311,7 +298,7 @@ pub fn run_on_fresh_labfs(lab: &LabConfig, config: &Config) -> Result<LabRun, Fi
         config,
         &SystemClock,
         None,
-        &mut Quiet,
+        &mut fsmark::Silent,
     );
     // Unmount whatever happened; a run failure is the one worth reporting first.
     let unmounted = opened.finish().map_err(FidelityError::Unmount);

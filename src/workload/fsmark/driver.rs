@@ -224,6 +224,21 @@ pub trait Reporter {
     fn loop_finished(&mut self, report: &LoopReport) -> std::io::Result<()>;
 }
 
+/// A reporter that prints nothing: for callers that want the run's outcome, not its table
+/// (benchmarks, the crash harness, the fidelity runs).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Silent;
+
+impl Reporter for Silent {
+    fn run_started(&mut self, _start: &RunStart<'_>) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn loop_finished(&mut self, _report: &LoopReport) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Why the run stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunEnd {

@@ -29,7 +29,7 @@ mod worker;
 pub use config::{Config, ConfigError, SubdirPolicy, SyncMethod};
 pub use driver::{
     LoopReport, LoopStart, Phase, PhaseProgress, Progress, Reporter, RunEnd, RunEnv, RunOutcome,
-    RunStart, run,
+    RunStart, Silent, run,
 };
 pub use error::FsmarkError;
 pub use metrics::{LatencySet, LoopStats, MinAvgMax, Summary, SyscallKind};
