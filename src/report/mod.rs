@@ -9,6 +9,7 @@
 //! - [`json`]: writing a JSON document to a file atomically (rewritten as a run goes, so a
 //!   crash loses little).
 //! - [`output`]: output files named on the command line, created before the run starts.
+//! - [`svg`]: what the SVG plots share (their error).
 //! - [`latency`]: percentiles of an `hdrhistogram` and a comfy-table rendering of them.
 //! - [`fio`]: fio 3.33's normal, JSON, json+ and terse reports and its per-job logs.
 //! - [`fsmark`]: fs_mark 3.3's header, table rows, summary and log file, plus fsmark's JSON.
@@ -22,6 +23,7 @@ pub mod json;
 pub mod latency;
 pub mod output;
 pub mod progress;
+pub mod svg;
 pub mod syncbench;
 
 /// `ctime(3)` of `secs` in the local time zone: `"Mon Nov 30 06:35:36 2026\n"`.

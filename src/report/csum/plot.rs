@@ -3,29 +3,12 @@
 
 use std::path::Path;
 
-use plotters::drawing::DrawingAreaErrorKind;
 use plotters::prelude::*;
-use thiserror::Error;
+
+pub use crate::report::svg::PlotError;
 
 use crate::fs::cksum::CrcEngine;
 use crate::workload::csum::bench::BenchReport;
-
-/// The plot could not be drawn or written.
-#[derive(Debug, Error)]
-pub enum PlotError {
-    /// The report has nothing to draw.
-    #[error("--plot: no measurements to plot")]
-    Empty,
-    /// plotters failed (drawing or writing the file).
-    #[error("--plot {path}: {source}")]
-    Draw {
-        /// The SVG file.
-        path: String,
-        /// What plotters said.
-        #[source]
-        source: DrawingAreaErrorKind<std::io::Error>,
-    },
-}
 
 /// A colour per engine, stable across runs.
 fn colour(e: CrcEngine) -> RGBColor {
@@ -38,10 +21,7 @@ fn colour(e: CrcEngine) -> RGBColor {
 
 /// Draw `r` into an SVG file at `path` (`width` × `height` pixels).
 pub fn write_svg(r: &BenchReport, path: &Path, width: u32, height: u32) -> Result<(), PlotError> {
-    let fail = |source: DrawingAreaErrorKind<std::io::Error>| PlotError::Draw {
-        path: path.display().to_string(),
-        source,
-    };
+    let fail = PlotError::draw(path);
     let sizes: Vec<f64> = r.rows.iter().map(|row| row.size.bytes as f64).collect();
     let (Some(&lo), Some(&hi)) = (sizes.first(), sizes.last()) else {
         return Err(PlotError::Empty);

@@ -5,28 +5,11 @@
 
 use std::path::Path;
 
-use plotters::drawing::DrawingAreaErrorKind;
 use plotters::prelude::*;
-use thiserror::Error;
+
+pub use crate::report::svg::PlotError;
 
 use crate::workload::syncbench::sweep::SweepReport;
-
-/// The plot could not be drawn or written.
-#[derive(Debug, Error)]
-pub enum PlotError {
-    /// Nothing to draw.
-    #[error("--plot: no measurements to plot")]
-    Empty,
-    /// plotters failed (drawing or writing the file).
-    #[error("--plot {path}: {source}")]
-    Draw {
-        /// The SVG file.
-        path: String,
-        /// What plotters said.
-        #[source]
-        source: DrawingAreaErrorKind<std::io::Error>,
-    },
-}
 
 /// The two series' colours: the fast way, the slow way.
 const COLOURS: [RGBColor; 2] = [RGBColor(31, 119, 180), RGBColor(214, 39, 40)];
@@ -92,10 +75,7 @@ pub fn rate_svg(series: &[Series<'_>], path: &Path) -> Result<(), PlotError> {
 }
 
 fn draw(path: &Path, axes: &Axes<'_>, series: &[Series<'_>], log: bool) -> Result<(), PlotError> {
-    let fail = |source: DrawingAreaErrorKind<std::io::Error>| PlotError::Draw {
-        path: path.display().to_string(),
-        source,
-    };
+    let fail = PlotError::draw(path);
     let all = || series.iter().flat_map(|s| s.points.iter().copied());
     if all().next().is_none() {
         return Err(PlotError::Empty);
