@@ -216,9 +216,15 @@ pub trait Target: Send + Sync {
 /// Create `path`'s missing ancestors (not `path` itself), like `mkdir -p` of its parent.
 /// labfs starts empty, so a workload pointed at `/mnt/x` there needs `/mnt` first.
 pub fn mkdir_parents(target: &dyn Target, path: &Path) -> Result<()> {
+    path.parent()
+        .map_or(Ok(()), |parent| mkdir_all(target, parent))
+}
+
+/// Create `path` and its missing ancestors, like `mkdir -p`; a directory that exists is
+/// fine.
+pub fn mkdir_all(target: &dyn Target, path: &Path) -> Result<()> {
     let mut ancestors: Vec<&Path> = path
         .ancestors()
-        .skip(1)
         .filter(|p| !p.as_os_str().is_empty())
         .collect();
     ancestors.reverse();
@@ -230,4 +236,27 @@ pub fn mkdir_parents(target: &dyn Target, path: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::MemTarget;
+
+    #[test]
+    fn mkdir_all_makes_the_path_and_its_parents_and_accepts_what_exists() {
+        let t = MemTarget::new(1 << 20);
+        mkdir_parents(&t, Path::new("/a/b/c")).unwrap();
+        assert!(t.stat(Path::new("/a/b")).is_ok());
+        assert_eq!(
+            t.stat(Path::new("/a/b/c")).unwrap_err().errno,
+            Errno::ENOENT,
+            "mkdir_parents leaves the path itself alone"
+        );
+        mkdir_all(&t, Path::new("/a/b/c")).unwrap();
+        assert!(t.stat(Path::new("/a/b/c")).is_ok());
+        mkdir_all(&t, Path::new("/a/b/c")).unwrap();
+        assert!(mkdir_all(&t, Path::new("relative/dir")).is_ok());
+        assert!(t.stat(Path::new("relative/dir")).is_ok());
+    }
 }

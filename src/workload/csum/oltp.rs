@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use thiserror::Error;
 
-use crate::backend::{Access, Errno, Fd, OpenFlags, Target, TargetError, mkdir_parents};
+use crate::backend::{Access, Fd, OpenFlags, Target, TargetError, mkdir_all};
 use crate::rng::SplitMix64;
 
 /// Largest number of data files.
@@ -229,18 +229,7 @@ fn fill(buf: &mut [u8], stamp: u64) {
 /// Create the directory and the data files, written in full and fsync'd.
 pub fn prepare(target: &dyn Target, cfg: &OltpConfig) -> Result<(), OltpError> {
     cfg.check()?;
-    call("mkdir", &cfg.dir, mkdir_parents(target, &cfg.dir))?;
-    match target.mkdir(&cfg.dir, 0o755) {
-        Ok(()) => {}
-        Err(e) if e.errno == Errno::EEXIST => {}
-        Err(source) => {
-            return Err(OltpError::Call {
-                op: "mkdir",
-                path: cfg.dir.clone(),
-                source,
-            });
-        }
-    }
+    call("mkdir", &cfg.dir, mkdir_all(target, &cfg.dir))?;
     let chunk = cfg.file_size.min(1 << 20) as usize;
     let mut buf = vec![0u8; chunk];
     for i in 0..cfg.files {

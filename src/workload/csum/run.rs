@@ -32,7 +32,7 @@ use thiserror::Error;
 use super::calls::{CallProfile, ProfileError, hist_specs};
 use super::oltp::{self, OltpConfig, OltpError};
 use crate::backend::open::{BackendConfig, LabConfig, OpenError, OpenedBackend, open};
-use crate::backend::{Errno, Target, TargetError, mkdir_parents};
+use crate::backend::{Target, TargetError, mkdir_all};
 use crate::fs::cksum::{CksumMode, CrcEngine};
 use crate::fs::stats::StatFile;
 use crate::trace::{TraceConfig, TraceError};
@@ -274,12 +274,7 @@ impl Workload {
                         path: dir.clone(),
                         source,
                     };
-                    mkdir_parents(target, dir).map_err(setup)?;
-                    match target.mkdir(dir, 0o755) {
-                        Ok(()) => {}
-                        Err(e) if e.errno == Errno::EEXIST => {}
-                        Err(e) => return Err(setup(e)),
-                    }
+                    mkdir_all(target, dir).map_err(setup)?;
                 }
                 Ok(())
             }

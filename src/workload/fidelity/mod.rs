@@ -26,7 +26,7 @@ use std::sync::atomic::AtomicBool;
 use thiserror::Error;
 
 use crate::backend::open::{BackendConfig, LabConfig, OpenError, OpenedBackend, open};
-use crate::backend::{Errno, Target, TargetError, mkdir_parents};
+use crate::backend::{Target, TargetError, mkdir_all};
 use crate::fs::stats::layout::current_layout;
 use crate::fs::stats::{DecodeError, MountStats, StatFile};
 use crate::workload::fsmark::{self, Config, FsmarkError, Reporter};
@@ -252,12 +252,7 @@ pub fn measure(
             path: dir.clone(),
             source,
         };
-        mkdir_parents(target, dir).map_err(setup)?;
-        match target.mkdir(dir, 0o755) {
-            Ok(()) => {}
-            Err(e) if e.errno == Errno::EEXIST => {}
-            Err(e) => return Err(setup(e)),
-        }
+        mkdir_all(target, dir).map_err(setup)?;
     }
     // The recording syncs after making the test directory, so that the mkdir's log force
     // and write-back fall before the window.

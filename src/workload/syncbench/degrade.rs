@@ -253,7 +253,7 @@ pub fn run(
     };
     let done = AtomicU64::new(0);
     if config.preload > 0 {
-        backend::mkdir_parents(target.as_ref(), &tree.root.join("x")).map_err(|source| {
+        backend::mkdir_all(target.as_ref(), &tree.root).map_err(|source| {
             super::PopulateError::Call {
                 op: "mkdir",
                 path: tree.root.clone(),

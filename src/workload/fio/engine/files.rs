@@ -18,9 +18,7 @@ use thiserror::Error;
 
 use super::random::{RandMap, Rng, between};
 use crate::backend::queue::IoBuf;
-use crate::backend::{
-    Access, Errno, FallocMode, Fd, OpenFlags, Target, TargetError, mkdir_parents,
-};
+use crate::backend::{Access, Errno, FallocMode, Fd, OpenFlags, Target, TargetError, mkdir_all};
 use crate::workload::fio::job::{Fallocate, JobSpec};
 use crate::workload::fio::number::SizeValue;
 
@@ -154,7 +152,7 @@ pub fn plan(
             .into_iter()
             .filter(|d| !d.as_os_str().is_empty())
         {
-            mkdir_parents(target, &dir.join("x")).map_err(call_err(job, "mkdir", dir))?;
+            mkdir_all(target, dir).map_err(call_err(job, "mkdir", dir))?;
         }
         let real_size = match target.stat(&path) {
             Ok(st) => st.size,
