@@ -115,6 +115,11 @@ impl Geometry {
         self.logstart * BB_PER_BLOCK
     }
 
+    /// Size of the log in 512-byte blocks (at most 2 GiB of log: 4 Mi blocks).
+    pub fn log_bb(&self) -> u32 {
+        self.logblocks * BB_PER_BLOCK as u32
+    }
+
     /// Bytes of log.
     pub fn log_bytes(&self) -> u64 {
         u64::from(self.logblocks) * BLOCK_SIZE as u64

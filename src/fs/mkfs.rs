@@ -326,8 +326,8 @@ pub fn mkfs(dev: Arc<dyn BlockDev>, opts: &Options) -> FsResult<()> {
         lsn: 0,
     };
     zero_log(dev.as_ref(), &geo)?;
-    // The log starts empty at cycle 1, block 0.
-    let log_start = u64::from(geo.logblocks) * crate::fs::format::BB_PER_BLOCK;
+    // The log starts empty at cycle 1, block 0 (as an absolute position: one log's length).
+    let log_start = u64::from(geo.log_bb());
     let fs = Fs::assemble(Arc::clone(&dev), opts.mount.clone(), &sb, geo, log_start);
     write_superblocks(&fs, &sb)?;
     // One transaction per AG: each holds its AG's AGI and AGF, and holding one AG's AGF

@@ -159,7 +159,7 @@ impl Fs {
             },
             LogGeometry {
                 start_daddr: geo.log_daddr(),
-                log_bb: geo.logblocks * crate::fs::format::BB_PER_BLOCK as u32,
+                log_bb: geo.log_bb(),
                 logbufs: opts.logbufs,
                 logbsize: opts.logbsize,
             },

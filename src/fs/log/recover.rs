@@ -21,7 +21,7 @@ use crate::fs::fastmap::FastMap;
 use crate::fs::cksum::Cksum;
 use crate::fs::dev::BlockDev;
 use crate::fs::error::{FsError, FsResult, IoOp};
-use crate::fs::format::{BB_PER_BLOCK, BBSIZE, BlockKind, INODE_SIZE};
+use crate::fs::format::{BBSIZE, BlockKind, INODE_SIZE};
 use crate::fs::geo::{BLOCKS_PER_CLUSTER, Geometry, INODE_CLUSTER_SIZE};
 use crate::fs::log::item::{
     self, CLIENT_LOG, CLIENT_TRANS, LoggedItem, OP_COMMIT, OP_CONTINUE, OP_HEADER_LEN, OP_UNMOUNT,
@@ -160,7 +160,7 @@ pub fn recover(
     geo: &Geometry,
 ) -> FsResult<Recovery> {
     let log_daddr = geo.log_daddr();
-    let log_bb = geo.logblocks as u64 * BB_PER_BLOCK;
+    let log_bb = u64::from(geo.log_bb());
     let region = read_log(dev, geo)?;
     let window =
         scan::find_window(&cksum, &region, uuid, scan::MAX_ICLOGS).map_err(|e| e.at(log_daddr))?;
