@@ -83,7 +83,7 @@ fn with_watchdog<T: Send + 'static>(
 #[derive(Default)]
 struct Live {
     loops: AtomicU64,
-    current: Mutex<Option<Arc<fsmark::driver::Progress>>>,
+    current: Mutex<Option<Arc<fsmark::Progress>>>,
 }
 
 impl Live {

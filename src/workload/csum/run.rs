@@ -199,7 +199,7 @@ pub struct LiveProgress {
     /// iterations).
     done: AtomicU64,
     /// The running fs_mark iteration's counters.
-    iteration: Mutex<Option<Arc<fsmark::driver::Progress>>>,
+    iteration: Mutex<Option<Arc<fsmark::Progress>>>,
 }
 
 impl LiveProgress {

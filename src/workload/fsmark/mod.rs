@@ -12,6 +12,7 @@
 //!   random generator, and the round-robin / time-hash subdirectory choice.
 //! - `worker`: one thread's iteration in fs_mark's exact call order.
 //! - [`metrics`]: per-thread figures, aggregation and the summary, with fs_mark's quirks.
+//! - [`progress`]: each worker's phase and step count, for a progress display.
 //! - [`driver`]: preflight, fresh threads per iteration, fill mode, the [`Reporter`] that the
 //!   report layer implements.
 //!
@@ -24,12 +25,13 @@ pub mod driver;
 pub mod error;
 pub mod metrics;
 pub mod naming;
+pub mod progress;
 mod worker;
 
 pub use config::{Config, ConfigError, SubdirPolicy, SyncMethod};
 pub use driver::{
-    LoopReport, LoopStart, Phase, PhaseProgress, Progress, Reporter, RunEnd, RunEnv, RunOutcome,
-    RunStart, Silent, run,
+    LoopReport, LoopStart, Reporter, RunEnd, RunEnv, RunOutcome, RunStart, Silent, run,
 };
 pub use error::FsmarkError;
 pub use metrics::{LatencySet, LoopStats, MinAvgMax, Summary, SyscallKind};
+pub use progress::{Phase, PhaseProgress, Progress};

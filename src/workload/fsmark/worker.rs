@@ -31,10 +31,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::config::{Config, SyncPhases};
-use super::driver::{Phase, WorkerProgress};
 use super::error::FsmarkError;
 use super::metrics::{LatencySet, SyscallKind, ThreadTimings};
 use super::naming::{NameLayout, Random, SubdirChooser, push_subdir_name};
+use super::progress::{Phase, WorkerProgress};
 use crate::backend::{Errno, Fd, OpenFlags, Target};
 use crate::workload::Clock;
 
