@@ -22,10 +22,11 @@
 //!    the moment before the next flush with every pending write landed, random prefixes,
 //!    random subsets (a reordering cache), shuffled landing orders, and torn in-flight writes.
 //! 3. **Check** ([`mod@sweep`]): build the image, mount it (log recovery runs there), run the
-//!    full checker, walk the tree and hand it to the oracle ([`oracle`]): the namespace must
-//!    be the model's after some prefix of the operations (XFS's strictly ordered metadata)
-//!    no shorter than every acknowledged fsync, fdatasync, sync and unmount demands, and
-//!    every file's bytes and size what its last promise and the operations after it allow.
+//!    full checker, walk the tree ([`image`]) and hand it to the oracle ([`oracle`]): the
+//!    namespace must be the model's after some prefix of the operations (XFS's strictly
+//!    ordered metadata) no shorter than every acknowledged fsync, fdatasync, sync and unmount
+//!    demands, and every file's bytes and size what its last promise and the operations after
+//!    it allow.
 //! 4. **Report**: a failure names its case (`workload@point.completed.landing`), the crash
 //!    moment, which pending writes landed and which tore, every finding, and the one command
 //!    that reruns it ([`sweep::Case::rerun_command`]).
@@ -42,6 +43,7 @@
 //! the journal (part 2) any crash must recover: [`plan::Coverage::Unflushed`].
 
 pub mod ace;
+pub mod image;
 pub mod model;
 pub mod oracle;
 pub mod plan;

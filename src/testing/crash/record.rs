@@ -38,8 +38,8 @@ use crate::fs::dev::{BlockDev, FaultDev, MemDev};
 use crate::fs::mkfs::mkfs;
 use crate::fs::options::Options;
 use crate::testing::crash::HarnessError;
+use crate::testing::crash::image::Actual;
 use crate::testing::crash::model::{Change, Ino, Model};
-use crate::testing::crash::oracle::Actual;
 
 /// What an acknowledged operation promised to make durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
