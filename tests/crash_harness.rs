@@ -14,10 +14,10 @@ use std::collections::BTreeSet;
 
 use fslab::fs::dev::fault::Event;
 use fslab::fs::options::Options;
+use fslab::testing::crash::DEVICE_SIZE;
 use fslab::testing::crash::oracle::Finding;
 use fslab::testing::crash::record::Recorder;
 use fslab::testing::crash::sweep::sweep_recording;
-use fslab::testing::crash::workload::DEVICE_SIZE;
 use fslab::testing::crash::{
     Case, Coverage, Suite, SweepOptions, SweepReport, Workload, rerun, sweep, sweep_all,
 };

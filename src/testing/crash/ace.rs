@@ -26,10 +26,9 @@ use crate::backend::lab::{Format, LabTarget};
 use crate::backend::{Access, FallocMode, OpenFlags, Target};
 use crate::fs::dev::{BlockDev, MemDev};
 use crate::fs::options::Options;
-use crate::testing::crash::HarnessError;
 use crate::testing::crash::model::Model;
 use crate::testing::crash::record::Recorder;
-use crate::testing::crash::workload::{DEVICE_SIZE, call_err, pattern};
+use crate::testing::crash::{DEVICE_SIZE, HarnessError, call_err, pattern};
 
 /// One operation of a sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

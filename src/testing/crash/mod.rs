@@ -122,3 +122,36 @@ pub enum HarnessError {
     #[error("{0}")]
     BadCase(String),
 }
+
+/// Device size for the harness's filesystems: small, so images are cheap to copy.
+pub const DEVICE_SIZE: u64 = 32 << 20;
+
+/// A workload call failed: name it.
+pub(crate) fn call_err(call: impl Into<String>) -> impl FnOnce(TargetError) -> HarnessError {
+    let call = call.into();
+    move |source| HarnessError::Call { call, source }
+}
+
+/// The byte operation `op` writes at `pos`: never zero, and different for neighbouring
+/// operations and offsets, so a stale or misplaced byte shows.
+pub fn pattern_byte(op: u64, pos: u64) -> u8 {
+    (op.wrapping_mul(7919).wrapping_add(pos.wrapping_mul(31)) % 251 + 1) as u8
+}
+
+/// `len` bytes of operation `op`'s pattern starting at `pos`.
+pub fn pattern(op: u64, pos: u64, len: usize) -> Vec<u8> {
+    (0..len as u64).map(|i| pattern_byte(op, pos + i)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_bytes_are_never_zero_and_tell_operations_apart() {
+        assert!((0..5000).all(|p| pattern_byte(3, p) != 0));
+        let a = pattern(1, 0, 64);
+        let b = pattern(2, 0, 64);
+        assert!(a.iter().zip(&b).all(|(x, y)| x != y));
+    }
+}

@@ -17,17 +17,14 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use crate::backend::{Access, FallocMode, Fd, OpenFlags, Target, TargetError};
+use crate::backend::{Access, FallocMode, Fd, OpenFlags, Target};
 use crate::fs::options::Options;
 use crate::rng::SplitMix64;
 use crate::testing::VirtualClock;
-use crate::testing::crash::HarnessError;
 use crate::testing::crash::ace::AceSeq;
 use crate::testing::crash::record::{Recorder, Recording};
+use crate::testing::crash::{DEVICE_SIZE, HarnessError, call_err, pattern};
 use crate::workload::fsmark::{self, Config, RunEnv, SyncMethod};
-
-/// Device size for the harness's filesystems: small, so images are cheap to copy.
-pub const DEVICE_SIZE: u64 = 32 << 20;
 
 /// The wall-clock second the fs_mark workload's virtual clock starts at.
 const FSMARK_EPOCH: u64 = 1_700_000_000;
@@ -217,23 +214,6 @@ fn run_fsmark(rec: &Recorder, load: &FsmarkLoad) -> Result<(), HarnessError> {
     Ok(())
 }
 
-/// A call failed: name it.
-pub(crate) fn call_err(call: impl Into<String>) -> impl FnOnce(TargetError) -> HarnessError {
-    let call = call.into();
-    move |source| HarnessError::Call { call, source }
-}
-
-/// The byte operation `op` writes at `pos`: never zero, and different for neighbouring
-/// operations and offsets, so a stale or misplaced byte shows.
-pub fn pattern_byte(op: u64, pos: u64) -> u8 {
-    (op.wrapping_mul(7919).wrapping_add(pos.wrapping_mul(31)) % 251 + 1) as u8
-}
-
-/// `len` bytes of operation `op`'s pattern starting at `pos`.
-pub fn pattern(op: u64, pos: u64, len: usize) -> Vec<u8> {
-    (0..len as u64).map(|i| pattern_byte(op, pos + i)).collect()
-}
-
 /// Compare `len` bytes at `offset` of an open file with the model.
 pub(crate) fn verify_read(
     rec: &Recorder,
@@ -378,13 +358,5 @@ mod tests {
         ] {
             assert!(bad.parse::<Workload>().is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn pattern_bytes_are_never_zero_and_tell_operations_apart() {
-        assert!((0..5000).all(|p| pattern_byte(3, p) != 0));
-        let a = pattern(1, 0, 64);
-        let b = pattern(2, 0, 64);
-        assert!(a.iter().zip(&b).all(|(x, y)| x != y));
     }
 }
