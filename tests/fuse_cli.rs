@@ -206,6 +206,50 @@ mod kernel_fuse {
 
     #[test]
     #[ignore = "FUSE: needs /dev/fuse and root (cargo test --release -- --ignored kernel_fuse)"]
+    fn a_signal_with_a_file_open_detaches_the_mount_and_the_mount_exits_once_it_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (img, mnt) = (dir.path().join("lab.img"), dir.path().join("mnt"));
+        std::fs::create_dir(&mnt).unwrap();
+        mkfs(&img, "64m");
+        let _cleanup = UnmountOnDrop(&mnt);
+        let mut child = labfs()
+            .args(["mount", "-f"])
+            .arg(&img)
+            .arg(&mnt)
+            .spawn()
+            .unwrap();
+        wait_mounted(&mnt);
+        let mut held = std::fs::File::create(mnt.join("held")).unwrap();
+        std::io::Write::write_all(&mut held, b"kept").unwrap();
+        // SAFETY: kill only sends a signal to the child we spawned.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        // The open file makes umount(2) fail with EBUSY; the mount must leave anyway.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while is_mounted(&mnt) {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("still mounted 20 s after SIGINT, with a file open");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(held);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("the mount process did not exit once its last file closed");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "{status}");
+        assert_checks_clean(&img);
+    }
+
+    #[test]
+    #[ignore = "FUSE: needs /dev/fuse and root (cargo test --release -- --ignored kernel_fuse)"]
     fn a_foreground_mount_unmounts_cleanly_on_sigint_and_sigterm() {
         let dir = tempfile::tempdir().unwrap();
         let (img, mnt) = (dir.path().join("lab.img"), dir.path().join("mnt"));

@@ -273,12 +273,24 @@ pub fn run_foreground(
             source,
         })?;
     let mut unmounter = session.unmount_callable();
+    let mp = mountpoint.to_path_buf();
     std::thread::Builder::new()
         .name("labfs-signals".into())
         .spawn(move || {
-            if signals.wait().is_ok() {
-                // The serving threads see the connection end and finish the write-back.
-                let _ = unmounter.unmount();
+            // The serving threads see the connection end and finish the write-back. The
+            // unmount can fail (EBUSY while the kernel still holds a file of the mount), and
+            // fuser gives up its handle on the mount when it does: the mount is then
+            // detached lazily, as libfuse unmounts on exit, so it leaves the namespace at
+            // once and the session ends when its last open file is closed. Each later
+            // signal tries again: one failure never leaves the process deaf to them.
+            while signals.wait().is_ok() {
+                let Err(e) = unmounter.unmount() else { break };
+                match nix::mount::umount2(&mp, nix::mount::MntFlags::MNT_DETACH) {
+                    Ok(()) => break,
+                    Err(d) => {
+                        eprintln!("labfs: unmounting {}: {e}; detaching it: {d}", mp.display())
+                    }
+                }
             }
         })
         .map_err(|source| FuseError::Mount {
