@@ -113,6 +113,18 @@ mod kernel_fuse {
         }
     }
 
+    /// `labfs mount -f IMG MNT`, once the mount is in place.
+    fn mount_foreground(img: &Path, mnt: &Path) -> std::process::Child {
+        let child = labfs()
+            .args(["mount", "-f"])
+            .arg(img)
+            .arg(mnt)
+            .spawn()
+            .unwrap();
+        wait_mounted(mnt);
+        child
+    }
+
     fn stats(mnt: &Path) -> StatFile {
         let text = std::fs::read_to_string(mnt.join(".labfs/stats/stats")).unwrap();
         StatFile::parse(&text).unwrap_or_else(|e| panic!("stats: {e}\n{text}"))
@@ -212,13 +224,7 @@ mod kernel_fuse {
         std::fs::create_dir(&mnt).unwrap();
         mkfs(&img, "64m");
         let _cleanup = UnmountOnDrop(&mnt);
-        let mut child = labfs()
-            .args(["mount", "-f"])
-            .arg(&img)
-            .arg(&mnt)
-            .spawn()
-            .unwrap();
-        wait_mounted(&mnt);
+        let mut child = mount_foreground(&img, &mnt);
         let mut held = std::fs::File::create(mnt.join("held")).unwrap();
         std::io::Write::write_all(&mut held, b"kept").unwrap();
         // SAFETY: kill only sends a signal to the child we spawned.
@@ -257,13 +263,7 @@ mod kernel_fuse {
         mkfs(&img, "64m");
         let _cleanup = UnmountOnDrop(&mnt);
         for (i, signal) in [libc::SIGINT, libc::SIGTERM].into_iter().enumerate() {
-            let mut child = labfs()
-                .args(["mount", "-f"])
-                .arg(&img)
-                .arg(&mnt)
-                .spawn()
-                .unwrap();
-            wait_mounted(&mnt);
+            let mut child = mount_foreground(&img, &mnt);
             std::fs::write(mnt.join(format!("f{i}")), vec![i as u8 + 1; 100_000]).unwrap();
             // SAFETY: kill only sends a signal to the child we spawned.
             unsafe { libc::kill(child.id() as i32, signal) };
