@@ -14,7 +14,9 @@
 //! do not reach it), waits until that copy has mounted, and exits 0; if the copy fails before
 //! mounting, its one-line error is the command's. The daemon then has no terminal: an error
 //! in its final write-back goes to syslog (`labfs[PID]`). With `-f` the same work runs in the
-//! calling process, errors on stderr, and SIGINT, SIGTERM or SIGHUP unmount cleanly.
+//! calling process, errors on stderr, and SIGINT, SIGTERM or SIGHUP unmount cleanly (with a
+//! file of the mount still open, the mount is detached at once and the process exits when
+//! that file is closed).
 //!
 //! **Unmounting.** `labfs umount` unmounts (as `umount`/`fusermount3 -u` would) and then waits
 //! for the daemon, whose pid `MOUNTPOINT/.labfs/pid` gives, to finish writing labfs back and
