@@ -113,6 +113,16 @@ mod kernel_fuse {
         }
     }
 
+    /// A temporary directory holding a fresh labfs image of `size` (`lab.img`) and an empty
+    /// mount point (`mnt`); the directory lives as long as the returned guard.
+    fn fresh_image(size: &str) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let (img, mnt) = (dir.path().join("lab.img"), dir.path().join("mnt"));
+        std::fs::create_dir(&mnt).unwrap();
+        mkfs(&img, size);
+        (dir, img, mnt)
+    }
+
     /// `labfs mount -f IMG MNT`, once the mount is in place.
     fn mount_foreground(img: &Path, mnt: &Path) -> std::process::Child {
         let child = labfs()
@@ -161,10 +171,7 @@ mod kernel_fuse {
     #[ignore = "FUSE: needs /dev/fuse and root, and fio (cargo test --release -- --ignored kernel_fuse)"]
     fn done_when_mkfs_mount_fio_stats_clear_umount_check() {
         fio_present();
-        let dir = tempfile::tempdir().unwrap();
-        let (img, mnt) = (dir.path().join("lab.img"), dir.path().join("mnt"));
-        std::fs::create_dir(&mnt).unwrap();
-        mkfs(&img, "256m");
+        let (_dir, img, mnt) = fresh_image("256m");
         let _cleanup = UnmountOnDrop(&mnt);
 
         // In the background: the command returns once the mount is in place.
@@ -219,10 +226,7 @@ mod kernel_fuse {
     #[test]
     #[ignore = "FUSE: needs /dev/fuse and root (cargo test --release -- --ignored kernel_fuse)"]
     fn a_signal_with_a_file_open_detaches_the_mount_and_the_mount_exits_once_it_closes() {
-        let dir = tempfile::tempdir().unwrap();
-        let (img, mnt) = (dir.path().join("lab.img"), dir.path().join("mnt"));
-        std::fs::create_dir(&mnt).unwrap();
-        mkfs(&img, "64m");
+        let (_dir, img, mnt) = fresh_image("64m");
         let _cleanup = UnmountOnDrop(&mnt);
         let mut child = mount_foreground(&img, &mnt);
         let mut held = std::fs::File::create(mnt.join("held")).unwrap();
@@ -257,10 +261,7 @@ mod kernel_fuse {
     #[test]
     #[ignore = "FUSE: needs /dev/fuse and root (cargo test --release -- --ignored kernel_fuse)"]
     fn a_foreground_mount_unmounts_cleanly_on_sigint_and_sigterm() {
-        let dir = tempfile::tempdir().unwrap();
-        let (img, mnt) = (dir.path().join("lab.img"), dir.path().join("mnt"));
-        std::fs::create_dir(&mnt).unwrap();
-        mkfs(&img, "64m");
+        let (_dir, img, mnt) = fresh_image("64m");
         let _cleanup = UnmountOnDrop(&mnt);
         for (i, signal) in [libc::SIGINT, libc::SIGTERM].into_iter().enumerate() {
             let mut child = mount_foreground(&img, &mnt);
