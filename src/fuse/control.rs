@@ -21,7 +21,7 @@
 
 use crate::fuse::nodes::CONTROL_BIT;
 use crate::trace::list;
-use crate::trace::registry::EventDef;
+use crate::trace::schema::EventDef;
 
 /// Name of the control directory in the root of the mount.
 pub const CONTROL_DIR: &str = ".labfs";

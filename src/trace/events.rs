@@ -19,7 +19,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Dev;
-use super::registry::{EventDef, FieldDef, FieldKind, MAX_FIELDS, Value};
+use super::schema::{EventDef, FieldDef, FieldKind, MAX_FIELDS, Value};
 use super::session;
 
 /// The Rust type a field kind takes at the call site.
@@ -31,7 +31,7 @@ macro_rules! field_ty {
     (str) => { &'static str };
 }
 
-/// The registry's [`FieldKind`] for a field kind.
+/// The schema's [`FieldKind`] for a field kind.
 macro_rules! field_kind {
     (dev) => {
         FieldKind::Dev

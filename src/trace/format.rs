@@ -14,8 +14,8 @@
 
 use std::fmt::Write as _;
 
-use super::registry::{EventDef, Value};
 use super::ring::{Record, TaskInfo};
+use super::schema::{EventDef, Value};
 
 /// The lines of the ftrace header after the entries line (flag legend and column titles).
 const FTRACE_LEGEND: &str = "\
@@ -153,7 +153,8 @@ fn push_json_str(out: &mut String, s: &str) {
 mod tests {
     use super::*;
     use crate::trace::Dev;
-    use crate::trace::registry::{MAX_FIELDS, find};
+    use crate::trace::registry::find;
+    use crate::trace::schema::MAX_FIELDS;
 
     fn record(name: &str, given: &[Value], ts_ns: u64, cpu: u32) -> Record {
         let event = find(name).expect("declared event");

@@ -8,8 +8,10 @@
 //!   `trace::events::xfs_log_force(dev, lsn, "xfs_file_fsync")`. The names, fields and
 //!   formats are the kernel's (`fs/xfs/xfs_trace.h`), so a labfs trace reads like an XFS one;
 //!   `crc32c` is fslab's own, the source of seed 004's checksum-size histograms.
-//! - [`registry`]: the list of events ([`list`]), their definitions, and [`EventSet`], the
-//!   `--trace` selector (comma list, globs, `subsystem:glob`, `all`, `!exclusions`).
+//! - [`schema`]: the shape of an event: its definition ([`EventDef`]), typed fields
+//!   ([`FieldDef`], [`FieldKind`]) and recorded values ([`Value`]).
+//! - [`registry`]: the list of events ([`list`]), lookup by name ([`find`]), and [`EventSet`],
+//!   the `--trace` selector (comma list, globs, `subsystem:glob`, `all`, `!exclusions`).
 //! - [`session`]: [`TraceConfig`] -> [`Session`] -> [`TraceSummary`]. A session enables its
 //!   events, files every fired event in the firing thread's bounded ring (plus exact counts
 //!   and histograms), and writes the merged records at the end.
@@ -49,6 +51,7 @@ mod format;
 pub mod hist;
 pub mod registry;
 mod ring;
+pub mod schema;
 pub mod session;
 pub(crate) mod sys;
 pub mod testing;
@@ -58,7 +61,8 @@ use std::fmt;
 use thiserror::Error;
 
 pub use hist::{Bucket, Log2Hist};
-pub use registry::{EventDef, EventSet, FieldDef, FieldKind, Value, find, list, render_list};
+pub use registry::{EventSet, find, list, render_list};
+pub use schema::{EventDef, FieldDef, FieldKind, Value};
 pub use session::{
     DEFAULT_RING_ENTRIES, EventCount, HistResult, HistSpec, Session, TraceConfig, TraceFormat,
     TraceSummary,

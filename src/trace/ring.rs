@@ -5,7 +5,7 @@
 //! makes `entries-in-buffer/entries-written` add up. Storage grows on demand up to the
 //! capacity, so a thread that fires three events holds three records, not a full ring.
 
-use super::registry::{EventDef, MAX_FIELDS, Value};
+use super::schema::{EventDef, MAX_FIELDS, Value};
 
 /// One fired event as stored: when, where, which event and its field values.
 ///

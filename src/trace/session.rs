@@ -69,8 +69,9 @@ use parking_lot::{Mutex, RwLock};
 use super::TraceError;
 use super::format::{push_ftrace_header, push_ftrace_line, push_json_line};
 use super::hist::Log2Hist;
-use super::registry::{EventDef, EventSet, MAX_FIELDS, Value, find, list};
+use super::registry::{EventSet, find, list};
 use super::ring::{Record, Ring, TaskInfo};
+use super::schema::{EventDef, MAX_FIELDS, Value};
 use super::sys;
 
 /// Default ring size per thread, in records: at most about 1.7 MiB per firing thread
