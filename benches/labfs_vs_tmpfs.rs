@@ -1,10 +1,14 @@
-//! labfs on its memory device against the kernel's tmpfs, with the same fs_mark workload
-//! engine, interleaved in one run: `cargo bench --bench labfs_vs_tmpfs [-- ARGS...]`.
+//! labfs on its memory device against the kernel's tmpfs and the kernel's XFS, with the same
+//! fs_mark workload engine, interleaved in one run:
+//! `cargo bench --bench labfs_vs_tmpfs [-- ARGS...]`.
 //!
 //! Default workload: `-S0 -s 0 -n 200000` (issue 4's comparison: pure metadata, no sync).
 //! Pass fs_mark options after `--` to compare something else, e.g. `-- -S1 -s 4096 -n 20000`.
-//! tmpfs runs in a fresh directory under /dev/shm. Prints each round's files/sec and the
-//! labfs/tmpfs ratio (above 1: labfs is faster).
+//! tmpfs runs in a fresh directory under /dev/shm. The kernel's XFS, the filesystem labfs is
+//! modelled on, runs on a fresh `mkfs.xfs` image (defaults, 4 GiB) in /dev/shm, loop-mounted,
+//! so all three keep their data in memory; it needs root, the xfs module and mkfs.xfs, and
+//! when the machine lacks one the bench says which and runs the other two. Prints each
+//! round's files/sec and the labfs/tmpfs and labfs/XFS ratios (above 1: labfs is faster).
 //!
 //! Measured 2026-12-03 on a busy 2-core machine (another helper's tests, load ~3; tmpfs
 //! moved between 160k and 246k files/s): `-S0 -s 0 -n 200000` median ratio 0.59 (labfs
@@ -27,12 +31,17 @@
 //! fsmark binary's allocator: `-S0 -s 0 -n 200000` 0.67 (tmpfs 123k-130k, labfs 81k-94k),
 //! `-S1 -s 4096 -n 20000` 0.36 (tmpfs 53k-95k, labfs 20k-35k).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 // The same allocator and page policy as the `fsmark` binary, so labfs's rate is the one a
 // user of `fsmark` sees (this bench used the system allocator before 2026-12-05).
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+// The integration tests' kernel-XFS fixture: one way to make and mount an XFS image.
+#[allow(dead_code)]
+#[path = "../tests/common/xfs.rs"]
+mod xfs;
 
 use clap::Parser;
 use fslab::backend::open::{BackendConfig, open};
@@ -67,6 +76,20 @@ fn run(backend: BackendConfig, dir: PathBuf, extra: &[String]) -> f64 {
     outcome.summary.average
 }
 
+/// Size of the kernel-XFS image: sparse on tmpfs, so only what XFS writes takes memory.
+const XFS_IMAGE_BYTES: u64 = 4 << 30;
+
+/// One run on a fresh kernel XFS, or why the machine cannot make one.
+fn run_xfs(extra: &[String]) -> Result<f64, xfs::Unavailable> {
+    let m = xfs::XfsMount::try_new_in(Path::new("/dev/shm"), XFS_IMAGE_BYTES)?;
+    Ok(run(BackendConfig::Host, m.path().join("d"), extra))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 fn main() {
     fslab::cli::memory::use_base_pages();
     let mut extra: Vec<String> = std::env::args()
@@ -79,7 +102,9 @@ fn main() {
             .to_vec();
     }
     let rounds = 3;
-    let mut ratios = Vec::new();
+    let mut vs_tmpfs = Vec::new();
+    let mut vs_xfs = Vec::new();
+    let mut xfs_missing = None;
     println!("workload: fs_mark {}", extra.join(" "));
     for round in 1..=rounds {
         let shm = tempfile::Builder::new()
@@ -88,13 +113,30 @@ fn main() {
             .expect("/dev/shm");
         let host = run(BackendConfig::Host, shm.path().join("d"), &extra);
         drop(shm);
+        let kernel_xfs = if xfs_missing.is_none() {
+            run_xfs(&extra).map_err(|why| xfs_missing = Some(why)).ok()
+        } else {
+            None
+        };
         let lab = run(BackendConfig::default(), PathBuf::from("/bench/d"), &extra);
-        let ratio = lab / host;
-        ratios.push(ratio);
-        println!(
-            "round {round}: tmpfs {host:>10.1} files/s   labfs/mem {lab:>10.1} files/s   ratio {ratio:.2}"
+        vs_tmpfs.push(lab / host);
+        let mut line = format!("round {round}: tmpfs {host:>10.1} files/s");
+        if let Some(x) = kernel_xfs {
+            vs_xfs.push(lab / x);
+            line += &format!("   xfs {x:>10.1} files/s");
+        }
+        line += &format!(
+            "   labfs/mem {lab:>10.1} files/s   labfs/tmpfs {:.2}",
+            lab / host
         );
+        if let Some(x) = kernel_xfs {
+            line += &format!("   labfs/xfs {:.2}", lab / x);
+        }
+        println!("{line}");
     }
-    ratios.sort_by(f64::total_cmp);
-    println!("median labfs/tmpfs ratio: {:.2}", ratios[ratios.len() / 2]);
+    println!("median labfs/tmpfs ratio: {:.2}", median(vs_tmpfs));
+    match xfs_missing {
+        None => println!("median labfs/xfs ratio: {:.2}", median(vs_xfs)),
+        Some(why) => println!("kernel XFS skipped: {why}"),
+    }
 }

@@ -88,13 +88,20 @@ pub struct XfsMount {
 impl XfsMount {
     /// Make an XFS image of `bytes` with mkfs.xfs and loop-mount it, or say why not.
     pub fn try_new(bytes: u64) -> Result<XfsMount, Unavailable> {
+        XfsMount::try_new_in(&std::env::temp_dir(), bytes)
+    }
+
+    /// [`XfsMount::try_new`] with the image in a temporary directory under `parent` (a
+    /// benchmark puts it on tmpfs, so the kernel's XFS runs on memory as labfs's `mem`
+    /// device does).
+    pub fn try_new_in(parent: &Path, bytes: u64) -> Result<XfsMount, Unavailable> {
         try_stat_file()?;
         // SAFETY: geteuid has no preconditions and cannot fail.
         if unsafe { libc::geteuid() } != 0 {
             return Err(Unavailable::NotRoot);
         }
         let scratch = |e: std::io::Error| Unavailable::Scratch(e.to_string());
-        let dir = tempfile::tempdir().map_err(scratch)?;
+        let dir = tempfile::tempdir_in(parent).map_err(scratch)?;
         let img = dir.path().join("xfs.img");
         let mnt = dir.path().join("mnt");
         std::fs::create_dir(&mnt).map_err(scratch)?;
