@@ -12,7 +12,11 @@
 //! so files per CPU-second of this process (getrusage over the run) is printed too.
 //!
 //! Sizes: `FSLAB_SCALING_FILES=20000,80000` (comma-separated file counts) to run small;
-//! `FSLAB_SCALING_OPTS=bufcache=2g` (labfs `-o` options) to compare another configuration.
+//! `FSLAB_SCALING_OPTS=bufcache=2g` (labfs `-o` options) to compare another configuration;
+//! `FSLAB_SCALING_XFS=1` to run every size on the kernel's XFS as well (a fresh `mkfs.xfs`
+//! image in /dev/shm, loop-mounted: root, the xfs module and mkfs.xfs, else it says which is
+//! missing), the filesystem labfs is modelled on, for the ratio a real journaling filesystem
+//! keeps on the same machine.
 //! Each size runs in a fresh child process (this program re-run with `FSLAB_SCALING_ONE=N`),
 //! so memory freed by a smaller run cannot hide a larger run's growth. Memory per file is
 //! given two ways: the growth of the process's resident set over the run divided by the
@@ -110,12 +114,17 @@
 //! first loops): 92,778 / 66,758 / 54,436 (0.59; per CPU-second 0.51, per user CPU-second
 //! 0.54), 0.30 / 0.32 / 0.26 faults per file at 1.7 / 7.3 / 9.7 system us per fault.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 // The same allocator and page policy as the `fsmark` binary, so the rates are the ones a user
 // of `fsmark -S0 -s 0` sees.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+// The integration tests' kernel-XFS fixture: one way to make and mount an XFS image.
+#[allow(dead_code)]
+#[path = "../tests/common/xfs.rs"]
+mod xfs;
 
 use clap::Parser;
 use fslab::backend::open::{BackendConfig, LabConfig, open};
@@ -136,16 +145,14 @@ fn cpu_usage() -> (f64, f64, u64) {
     (tv(ru.ru_utime), tv(ru.ru_stime), ru.ru_minflt as u64)
 }
 
-/// One size, `loops` loops of `per_loop` files, in this process: prints one `RESULT` line
-/// for the parent.
-fn one(per_loop: u32, loops: u32) {
-    let files = per_loop * loops;
-    let dir = PathBuf::from("/bench/d");
+/// The workload of one size: `loops` loops of `per_loop` files into `dir`.
+fn workload(dir: &Path, per_loop: u32, loops: u32) -> fsmark::Config {
     let (n, l) = (per_loop.to_string(), loops.to_string());
+    let dir = dir.display().to_string();
     let argv = [
         "fsmark",
         "-d",
-        "/bench/d",
+        &dir,
         "-l",
         "/dev/null",
         "-S0",
@@ -158,7 +165,42 @@ fn one(per_loop: u32, loops: u32) {
         &l,
     ];
     let args = FsmarkArgs::try_parse_from(argv).expect("fs_mark arguments");
-    let (config, _) = args.to_config().expect("valid fs_mark arguments");
+    args.to_config().expect("valid fs_mark arguments").0
+}
+
+/// The same size on a fresh kernel XFS in this process: prints one `RESULT` line (files,
+/// last loop's files/sec) for the parent, or exits 3 with the reason the machine cannot
+/// make an XFS.
+fn one_xfs(per_loop: u32, loops: u32) {
+    let files = per_loop * loops;
+    // mkfs.xfs's default geometry; inodes are 512 bytes, so 1 KiB per file leaves room.
+    let bytes = (4u64 << 30) + u64::from(files) * 1024;
+    let m = match xfs::XfsMount::try_new_in(Path::new("/dev/shm"), bytes) {
+        Ok(m) => m,
+        Err(why) => {
+            eprintln!("{why}");
+            std::process::exit(3);
+        }
+    };
+    let config = workload(&m.path().join("d"), per_loop, loops);
+    let opened = open(&BackendConfig::Host).expect("host backend");
+    let target = opened.target();
+    let env = RunEnv {
+        target: target.as_ref(),
+        clock: &SystemClock,
+        interrupt: None,
+    };
+    let outcome = fsmark::run(&env, &config, &mut fsmark::Silent).expect("run on XFS");
+    let last = *outcome.rates.last().expect("a loop") as f64;
+    println!("RESULT {files} {last:.1}");
+}
+
+/// One size, `loops` loops of `per_loop` files, in this process: prints one `RESULT` line
+/// for the parent.
+fn one(per_loop: u32, loops: u32) {
+    let files = per_loop * loops;
+    let dir = PathBuf::from("/bench/d");
+    let config = workload(&dir, per_loop, loops);
     // Room for the inodes (512 bytes each) and directory blocks with plenty to spare; the
     // memory device only allocates what is written.
     let device = DeviceSpec::Mem(MemSpec {
@@ -220,7 +262,11 @@ fn main() {
             .split('x')
             .map(|s| s.parse().expect("a count"))
             .collect();
-        one(v[0], v[1]);
+        if std::env::var_os("FSLAB_SCALING_ON_XFS").is_some() {
+            one_xfs(v[0], v[1]);
+        } else {
+            one(v[0], v[1]);
+        }
         return;
     }
     let sizes: Vec<u32> = match std::env::var("FSLAB_SCALING_FILES") {
@@ -257,24 +303,7 @@ fn main() {
     let mut user_rates = Vec::new();
     for &n in &sizes {
         let loops = (n / per_loop).max(1);
-        let out = std::process::Command::new(std::env::current_exe().expect("self"))
-            .env("FSLAB_SCALING_ONE", format!("{per_loop}x{loops}"))
-            .output()
-            .expect("the measuring process");
-        assert!(
-            out.status.success(),
-            "size {n} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8_lossy(&out.stdout);
-        let line = text
-            .lines()
-            .find_map(|l| l.strip_prefix("RESULT "))
-            .expect("a RESULT line");
-        let f: Vec<f64> = line
-            .split_whitespace()
-            .map(|v| v.parse().expect("a number"))
-            .collect();
+        let f = measure(per_loop, loops, false).expect("the labfs run");
         let (files, last, rss, cached, steps) = (f[0], f[1], f[2], f[3], f[5]);
         let (overall, per_cpu, per_user, faults, us_per_fault) = (f[8], f[9], f[10], f[11], f[12]);
         println!(
@@ -292,6 +321,9 @@ fn main() {
         cpu_rates.push(per_cpu);
         user_rates.push(per_user);
     }
+    if std::env::var_os("FSLAB_SCALING_XFS").is_some() {
+        kernel_xfs(&sizes, per_loop, &rates);
+    }
     if rates.len() > 1 {
         let ratio = rates[rates.len() - 1] / rates[0];
         println!(
@@ -302,6 +334,65 @@ fn main() {
             if ratio >= 0.75 { "met" } else { "missed" },
             cpu_rates[cpu_rates.len() - 1] / cpu_rates[0],
             user_rates[user_rates.len() - 1] / user_rates[0]
+        );
+    }
+}
+
+/// Run one size in a fresh process of this program and return the numbers of its `RESULT`
+/// line; on kernel XFS (`xfs`), `Err` with the reason when the machine cannot make one.
+fn measure(per_loop: u32, loops: u32, xfs: bool) -> Result<Vec<f64>, String> {
+    let mut cmd = std::process::Command::new(std::env::current_exe().expect("self"));
+    cmd.env("FSLAB_SCALING_ONE", format!("{per_loop}x{loops}"));
+    if xfs {
+        cmd.env("FSLAB_SCALING_ON_XFS", "1");
+    }
+    let out = cmd.output().expect("the measuring process");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if xfs && out.status.code() == Some(3) {
+        return Err(stderr.trim().to_string());
+    }
+    assert!(
+        out.status.success(),
+        "{} files failed: {stderr}",
+        per_loop * loops
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .expect("a RESULT line");
+    Ok(line
+        .split_whitespace()
+        .map(|v| v.parse().expect("a number"))
+        .collect())
+}
+
+/// The same sizes on the kernel's XFS (`FSLAB_SCALING_XFS=1`): the filesystem labfs is
+/// modelled on, for the ratio a real journaling filesystem keeps on this machine.
+fn kernel_xfs(sizes: &[u32], per_loop: u32, lab_rates: &[f64]) {
+    let mut xfs_rates = Vec::new();
+    for (&n, lab) in sizes.iter().zip(lab_rates) {
+        match measure(per_loop, (n / per_loop).max(1), true) {
+            Ok(f) => {
+                println!(
+                    "kernel XFS {n:>9}: last loop {:>8.0} files/s (labfs/xfs {:.2})",
+                    f[1],
+                    lab / f[1]
+                );
+                xfs_rates.push(f[1]);
+            }
+            Err(why) => {
+                println!("kernel XFS skipped: {why}");
+                return;
+            }
+        }
+    }
+    if xfs_rates.len() > 1 {
+        println!(
+            "kernel XFS ratio files/sec {} / {}: {:.2}",
+            sizes[sizes.len() - 1],
+            sizes[0],
+            xfs_rates[xfs_rates.len() - 1] / xfs_rates[0]
         );
     }
 }
