@@ -19,8 +19,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Dev;
+use super::collect;
 use super::schema::{EventDef, FieldDef, FieldKind, MAX_FIELDS, Value};
-use super::session;
 
 /// The Rust type a field kind takes at the call site.
 macro_rules! field_ty {
@@ -123,7 +123,7 @@ macro_rules! tracepoints {
                 let given: [Value; N_FIELDS] = [$(Value::from($field)),*];
                 let mut values = [Value::EMPTY; MAX_FIELDS];
                 values[..given.len()].copy_from_slice(&given);
-                session::emit(&DEF, values);
+                collect::emit(&DEF, values);
             }
         }
     };

@@ -13,8 +13,11 @@
 //! - [`registry`]: the list of events ([`list`]), lookup by name ([`find`]), and [`EventSet`],
 //!   the `--trace` selector (comma list, globs, `subsystem:glob`, `all`, `!exclusions`).
 //! - [`session`]: [`TraceConfig`] -> [`Session`] -> [`TraceSummary`]. A session enables its
-//!   events, files every fired event in the firing thread's bounded ring (plus exact counts
-//!   and histograms), and writes the merged records at the end.
+//!   events, decides what each one feeds (ring, counts, histograms), reads the thread buffers
+//!   out and writes the merged records at the end.
+//! - `collect` (crate-private): the firing side of a session: `emit`, which files every
+//!   fired event in the firing thread's bounded ring (plus exact counts and histograms), and
+//!   the process's one active-session slot.
 //! - [`hist`]: [`Log2Hist`], the ilog2 histogram with byte ranges on every row, also used by
 //!   `csumhist`.
 //! - [`testing`]: the lock tests take before firing events or starting a session.
@@ -46,6 +49,7 @@
 //! # Ok::<(), fslab::trace::TraceError>(())
 //! ```
 
+mod collect;
 pub mod events;
 mod format;
 pub mod hist;

@@ -21,21 +21,10 @@
 //! [`Session::histograms`]), [`Session::set_paused`] (`tracing_on`) and
 //! [`Session::clear_records`] (`echo > trace`).
 //!
-//! # Why per-thread rings and not a channel
-//!
-//! A channel to a writer thread has one shared queue that every firing thread contends on,
-//! and it is either unbounded (memory grows with a slow writer) or bounded (firing threads
-//! block, changing the timing being measured, or drop events). A per-thread ring is touched by
-//! its own thread only, so its lock is uncontended except for the moment a drain reads it; its
-//! memory is bounded by `ring_entries_per_thread` records; nothing ever blocks on I/O while
-//! tracing; and per-thread order is free. What it loses when full is the oldest records, and
-//! it says so: `entries-written` minus `entries-in-buffer` is exactly what was overwritten,
-//! as in the kernel. Counts and histograms do not go through the rings at all, so they stay
-//! exact however small the rings are. Records are never torn: each is a fixed-size `Copy`
-//! value written and read under its ring's lock, and output lines are rendered at the end.
-//!
-//! Memory: a ring grows only as its thread fires (a record is at most 224 bytes), so the bound
-//! is `threads that fired x min(events fired, ring_entries_per_thread) x 224` bytes.
+//! The firing side (`emit`, the thread buffers and the active-session slot) lives in the
+//! `collect` module (`src/trace/collect.rs`), with why records go to per-thread rings and not
+//! a channel, what happens to an event fired while `finish` runs (one that cannot reach its
+//! thread's buffer is counted in [`TraceSummary::dropped`]), and the lock order.
 //!
 //! # One session per process
 //!
@@ -43,18 +32,7 @@
 //! is one active session at a time; [`TraceConfig::start`] fails with
 //! [`TraceError::SessionActive`] while another is running. Tests that fire events or start a
 //! session must hold [`super::testing::serial`] so they do not see each other's events.
-//!
-//! # Races with `finish`
-//!
-//! An event fired while `finish` runs is either recorded completely before its thread's
-//! buffer is closed, or not at all (its thread finds the buffer closed or the session gone).
-//! Every recorded event appears in the counts, histograms and, unless overwritten, output.
-//! An event that cannot reach its thread's buffer while a session is active (fired during
-//! thread-local teardown) is counted in [`TraceSummary::dropped`].
-//!
-//! Lock order: the active-session slot, then a session's thread list, then a thread buffer.
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::fs::File;
@@ -67,12 +45,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::{Mutex, RwLock};
 
 use super::TraceError;
+use super::collect::{
+    ACTIVE, ACTIVE_ID, EventPlan, GroupedHists, HistPlan, NEXT_ID, Shared, ThreadBuf,
+};
 use super::format::{push_ftrace_header, push_ftrace_line, push_json_line};
 use super::hist::Log2Hist;
 use super::registry::{EventSet, find, list};
-use super::ring::{Record, Ring, TaskInfo};
-use super::schema::{EventDef, MAX_FIELDS, Value};
+use super::ring::{Record, TaskInfo};
+use super::schema::{EventDef, Value};
 use super::sys;
+
+// The limit sizes the fixed group key the firing side files histograms under, so it is
+// defined there; `HistSpec` parsing checks it here, and callers have always named it here.
+pub use super::collect::MAX_GROUP_FIELDS;
 
 /// Default ring size per thread, in records: at most about 1.7 MiB per firing thread
 /// (records are at most 224 bytes), near the kernel's default 1.4 MiB per-CPU buffer.
@@ -112,9 +97,6 @@ impl fmt::Display for TraceFormat {
         })
     }
 }
-
-/// Most fields one histogram can be grouped by.
-pub const MAX_GROUP_FIELDS: usize = 4;
 
 /// An ilog2 histogram to keep: `EVENT.FIELD`, or `EVENT.FIELD/GROUP` for one histogram per
 /// value of another field (e.g. `crc32c.len/site`: call sizes per metadata structure), or
@@ -217,167 +199,6 @@ impl Default for TraceConfig {
     }
 }
 
-/// How one histogram spec reads an event's values.
-#[derive(Debug, Clone, Copy)]
-struct HistPlan {
-    spec: usize,
-    field: usize,
-    /// Indices of the group fields; the first `n_groups` entries are used.
-    groups: [usize; MAX_GROUP_FIELDS],
-    n_groups: usize,
-}
-
-/// The values of a record's group fields (unused slots stay [`Value::EMPTY`]), the key of
-/// one histogram of a grouped spec. Fixed-size, so filing a record never allocates a key.
-type GroupKey = [Value; MAX_GROUP_FIELDS];
-
-/// What to do with one event while the session runs.
-#[derive(Debug, Default)]
-struct EventPlan {
-    record: bool,
-    hists: Vec<HistPlan>,
-}
-
-/// The part of a session that firing threads see.
-///
-/// The plans sit behind a read-write lock so a live session can change what it records and
-/// which histograms it keeps ([`Session::set_recorded`], [`Session::add_histogram`]); a
-/// firing thread takes it shared, after its event's enabled flag already said yes.
-#[derive(Debug)]
-struct Shared {
-    id: u64,
-    plans: RwLock<Vec<EventPlan>>,
-    ring_cap: usize,
-    threads: Mutex<Vec<Arc<ThreadBuf>>>,
-    dropped: AtomicU64,
-}
-
-/// One thread's share of a session.
-#[derive(Debug)]
-struct ThreadBuf {
-    task: TaskInfo,
-    state: Mutex<ThreadState>,
-}
-
-type GroupedHists = HashMap<GroupKey, Log2Hist>;
-
-#[derive(Debug)]
-struct ThreadState {
-    closed: bool,
-    ring: Ring<Record>,
-    written: u64,
-    consumed: u64,
-    counts: Vec<u64>,
-    hists: Vec<GroupedHists>,
-}
-
-impl ThreadBuf {
-    fn new(shared: &Shared) -> Self {
-        ThreadBuf {
-            task: TaskInfo {
-                comm: sys::comm(),
-                tid: sys::gettid(),
-            },
-            state: Mutex::new(ThreadState {
-                closed: false,
-                ring: Ring::new(shared.ring_cap),
-                written: 0,
-                consumed: 0,
-                counts: vec![0; list().len()],
-                hists: Vec::new(),
-            }),
-        }
-    }
-
-    fn record(&self, shared: &Shared, rec: Record) {
-        let plans = shared.plans.read();
-        let Some(plan) = plans.get(rec.event.id()) else {
-            return;
-        };
-        let mut st = self.state.lock();
-        if st.closed {
-            return;
-        }
-        st.counts[rec.event.id()] += 1;
-        if plan.record {
-            st.ring.push(rec);
-            st.written += 1;
-        }
-        for h in &plan.hists {
-            let Some(v) = rec.values[h.field].as_u64() else {
-                continue;
-            };
-            if st.hists.len() <= h.spec {
-                st.hists.resize_with(h.spec + 1, HashMap::new);
-            }
-            let mut key = [Value::EMPTY; MAX_GROUP_FIELDS];
-            for (slot, &g) in key.iter_mut().zip(&h.groups[..h.n_groups]) {
-                *slot = rec.values[g];
-            }
-            st.hists[h.spec].entry(key).or_default().record(v);
-        }
-    }
-}
-
-static ACTIVE: Mutex<Option<Arc<Shared>>> = Mutex::new(None);
-static ACTIVE_ID: AtomicU64 = AtomicU64::new(0);
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-struct Local {
-    shared: Arc<Shared>,
-    buf: Arc<ThreadBuf>,
-}
-
-thread_local! {
-    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
-}
-
-/// File a fired event with the active session (called by the events' cold emitters).
-#[cold]
-#[inline(never)]
-pub(crate) fn emit(event: &'static EventDef, values: [Value; MAX_FIELDS]) {
-    let rec = Record {
-        ts_ns: sys::monotonic_ns(),
-        cpu: sys::current_cpu(),
-        event,
-        values,
-    };
-    let delivered = LOCAL
-        .try_with(|cell| match cell.try_borrow_mut() {
-            Ok(mut local) => {
-                deliver(&mut local, rec);
-                true
-            }
-            Err(_) => false,
-        })
-        .unwrap_or(false);
-    if !delivered && let Some(s) = ACTIVE.lock().as_ref() {
-        s.dropped.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-fn deliver(local: &mut Option<Local>, rec: Record) {
-    let id = ACTIVE_ID.load(Ordering::Acquire);
-    if id == 0 {
-        return;
-    }
-    if local.as_ref().is_none_or(|l| l.shared.id != id) {
-        *local = register(id);
-    }
-    if let Some(l) = local.as_ref() {
-        l.buf.record(&l.shared, rec);
-    }
-}
-
-/// Give the calling thread a buffer in session `id`, if that session is still active.
-fn register(id: u64) -> Option<Local> {
-    let active = ACTIVE.lock();
-    let shared = active.as_ref().filter(|s| s.id == id)?.clone();
-    let buf = Arc::new(ThreadBuf::new(&shared));
-    shared.threads.lock().push(Arc::clone(&buf));
-    Some(Local { shared, buf })
-}
-
 impl TraceConfig {
     /// Validate the configuration, enable its events and make it the active session.
     pub fn start(&self) -> Result<Session, TraceError> {
@@ -427,6 +248,7 @@ impl TraceConfig {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             plans: RwLock::new(plans),
             ring_cap: self.ring_entries_per_thread,
+            n_events: list().len(),
             threads: Mutex::new(Vec::new()),
             dropped: AtomicU64::new(0),
         });
