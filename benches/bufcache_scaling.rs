@@ -113,6 +113,35 @@
 //! 2026-12-05, same VM, mkfs now zeroing the log (its pages are touched at mkfs, not by the
 //! first loops): 92,778 / 66,758 / 54,436 (0.59; per CPU-second 0.51, per user CPU-second
 //! 0.54), 0.30 / 0.32 / 0.26 faults per file at 1.7 / 7.3 / 9.7 system us per fault.
+//!
+//! The runs the README listed until 2026-12-05 (the kernel XFS figure there was measured by
+//! hand on the earlier VM with a 16 GiB loop image, not on /dev/shm): 0.42 and 0.26 in two runs
+//! on 2026-12-04 (200k 174k-176k files/s, 3.2M 73.7k and 45.1k; per user CPU-second 0.50 and
+//! 0.46), 0.57 and 0.74 on a quieter day: past about 1.5M files the process crosses the VM's
+//! fresh-memory threshold (system time per page fault 1.3-1.8 us below it, 25-27 us above).
+//! Kernel XFS on the same VM, same workload (`fsmark --fs host`, 16 GiB loop XFS, buffered or
+//! `--direct-io=on`): 94k-97k files/s in the first loop, 18.0k-18.5k at 3.2M (0.19-0.20); its
+//! caches hold about 1.2 KB per file (xfs_inode 1,024 B, dentry 192 B) and cross the threshold
+//! by 800k files. On 2026-12-04's 2 GHz AMD EPYC VM: 0.53 (67.8k, 51.9k and 35.6k files/s at
+//! 200k, 800k and 3.2M; per user CPU-second 0.63; 8.8 us of system time per fault at 3.2M);
+//! after the CIL kept a quarter log of spare item vectors, 0.41, 0.61, 0.82 and 0.60 in four
+//! runs within 40 minutes (median 0.60; the 0.82 from a slow 200k loop, 53.6k files/s against
+//! 76k-79k; 3.2M at 43.7k-48.5k in three of the four); the next evening 0.64, 0.45 and 0.58 in
+//! three runs within 5 minutes (per CPU-second 0.64, 0.55, 0.56); later that evening, after the
+//! directory hash tree split like XFS's da btree and two linear scans of big directories went,
+//! 0.66, 0.65 and 0.63 (3.2M at 59.7k-63.0k files/s; per CPU-second 0.72, 0.66, 0.72), and with
+//! mkfs.xfs's default log size (64 MiB at every size, where the 200k run had 19 MiB), the VM
+//! slower by then (9.5-10 us of system time per fault at 3.2M), 0.56 and 0.58 (per CPU-second
+//! 0.53 and 0.56); on 2026-12-05 0.59 (92.8k, 66.8k and 54.4k files/s; per CPU-second 0.51; 9.7
+//! us of system time per fault at 3.2M)
+//!
+//! 2026-12-05 later, same VM, the first run with the kernel-XFS leg (`FSLAB_SCALING_XFS=1`):
+//! labfs 87,951 / 55,631 / 56,068 files/s (ratio 0.64; per CPU-second 0.59), 0.23 / 0.32 /
+//! 0.25 faults per file at 3.2 / 2.3 / 3.4 system us per fault, 0.07 and 0.11 hand steps per
+//! file; kernel XFS 32,572 / 26,034 / 22,032 (0.68). Per create, labfs grows from 11.4 to
+//! 17.8 us and XFS from 30.7 to 45.4 us. With `FSLAB_SCALING_OPTS=bufcache=4g` (nothing
+//! evicted, the cache reaching 1.77 GB at 3.2M) labfs scores 0.60 (100,239 / 70,515 /
+//! 60,321): the eviction policy is not what the larger sizes lose.
 
 use std::path::{Path, PathBuf};
 

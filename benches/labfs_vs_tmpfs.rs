@@ -30,6 +30,29 @@
 //! 2026-12-05, same VM, with mkfs zeroing the log as mkfs.xfs does and this bench on the
 //! fsmark binary's allocator: `-S0 -s 0 -n 200000` 0.67 (tmpfs 123k-130k, labfs 81k-94k),
 //! `-S1 -s 4096 -n 20000` 0.36 (tmpfs 53k-95k, labfs 20k-35k).
+//!
+//! The runs the README listed until 2026-12-05 (labfs/tmpfs medians, the first from before the
+//! 2 GHz VM): 0.50 and 0.52 (medians of 3 interleaved rounds in two runs, with the journal,
+//! machine near idle: tmpfs 342k-357k files/s, labfs 170k-189k; 0.45 before per-thread stats
+//! shards and in-place relogging, labfs 146k-158k); `-S1 -s 4096 -n 20000`: 0.35 and 0.36
+//! (tmpfs 215k-224k, labfs 63k-79k; 0.30 before). Without the journal, on a slower machine:
+//! 1.46. On 2026-12-04 the VM came up on a 2 GHz AMD EPYC that runs both sides 2.5-3.5x slower:
+//! `-S0` 0.60 and 0.61 (tmpfs 96k-123k, labfs 58k-74k), `-S1` 0.32 and 0.29 (tmpfs 75k-96k,
+//! labfs 21k-30k); that afternoon, after the CIL's object slots, 0.62 and 0.27; the next
+//! evening, after inode items stopped carrying a CRC, 0.58 and 0.32 (six `-S1` rounds,
+//! 0.29-0.38); later that evening, after the directory hash tree split like XFS's da btree and
+//! two linear scans of big directories went, 0.75 (tmpfs 99k-137k, labfs 87k-97k) and 0.34
+//! (labfs 29k-40k), and with mkfs.xfs's default log size (64 MiB on the default 1 GiB device),
+//! the VM slower by then, 0.62 (tmpfs 92k-129k, labfs 68k-85k) and 0.34; on 2026-12-05, with
+//! mkfs zeroing the log as mkfs.xfs does (the log's first pass no longer takes fresh memory:
+//! `-S1` +8%, `-S0` +3% in alternated runs), 0.67 (tmpfs 123k-130k, labfs 81k-94k) and 0.36
+//! (labfs 20k-35k). Kernel XFS on that VM (4 GiB loop image in /dev/shm): `-S1` 3.2k-4.1k
+//! files/s against labfs's 16k-17k and tmpfs's 52k-71k
+//!
+//! 2026-12-05 later, same VM, the first run with the kernel-XFS leg (medians of 3 rounds):
+//! `-S0 -s 0 -n 200000` labfs/tmpfs 0.79, labfs/XFS 2.90 (tmpfs 111k-122k files/s, XFS
+//! 29k-35k, labfs 64k-92k); `-S1 -s 4096 -n 20000` labfs/tmpfs 0.38, labfs/XFS 6.27 (tmpfs
+//! 54k-90k, XFS 3.3k-5.8k, labfs 20k-33k).
 
 use std::path::{Path, PathBuf};
 
