@@ -234,6 +234,34 @@ fn mkfs_makes_an_image_and_refuses_to_format_over_a_filesystem_or_data() {
 }
 
 #[test]
+fn mkfs_refuses_an_impossible_size_or_geometry_and_leaves_the_path_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.img");
+
+    // Too small for any labfs: a usage error, caught before a file is made.
+    let o = labfs(&["mkfs", "-s", "10k"], &path);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "labfs: invalid value '10k' for '--size <SIZE>': smaller than the 1MiB labfs needs (try --help)\n"
+    );
+    assert!(!path.exists(), "a refused size made a file");
+
+    // A size that fits labfs but not the groups asked for: refused before the file is made.
+    let o = labfs(&["mkfs", "-s", "8m", "-o", "agcount=100"], &path);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("agcount too large"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(!path.exists(), "a refused geometry left a file behind");
+
+    // Nor is an existing shorter file extended for a filesystem that cannot be made.
+    std::fs::write(&path, vec![0u8; 4 << 20]).unwrap();
+    let o = labfs(&["mkfs", "-s", "8m", "-o", "agcount=100"], &path);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 4 << 20);
+}
+
+#[test]
 fn info_prints_the_geometry_and_every_ag() {
     let img = populated();
     let geo = geometry(&img);

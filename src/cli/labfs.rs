@@ -34,6 +34,7 @@ use crate::fs::admin::info::info;
 use crate::fs::admin::mkfs::make;
 use crate::fs::admin::print::{KindName, What, print};
 use crate::fs::admin::{AdminError, mkfs::MkfsError};
+use crate::fs::dev::spec::whole_device_size_problem;
 use crate::fs::options::{MountOptions, Options};
 use crate::units::parse_size;
 
@@ -81,7 +82,7 @@ pub struct MkfsArgs {
     #[arg(short = 'f', long)]
     pub force: bool,
     /// Create the image file, or extend a shorter one, to this size (e.g. 1g).
-    #[arg(short = 's', long, value_name = "SIZE", value_parser = parse_size_arg)]
+    #[arg(short = 's', long, value_name = "SIZE", value_parser = parse_image_size)]
     pub size: Option<u64>,
     /// Options as every tool's -o takes them; mkfs uses agcount=N and logsize=SIZE.
     #[arg(short = 'o', value_name = "OPTIONS", value_parser = parse_options_arg)]
@@ -178,8 +179,13 @@ impl PrintWhat {
     }
 }
 
-fn parse_size_arg(s: &str) -> Result<u64, String> {
-    parse_size(s).map_err(|e| e.to_string())
+/// An image size for mkfs: refused here, before any file is made, when no labfs fits it.
+fn parse_image_size(s: &str) -> Result<u64, String> {
+    let n = parse_size(s).map_err(|e| e.to_string())?;
+    match whole_device_size_problem(n) {
+        Some(reason) => Err(reason),
+        None => Ok(n),
+    }
 }
 
 fn parse_options_arg(s: &str) -> Result<Options, String> {

@@ -18,7 +18,7 @@ use crate::fs::dev::file::FileOptions;
 use crate::fs::dev::{BlockDev, DevError, FileDev};
 use crate::fs::error::FsError;
 use crate::fs::format::Daddr;
-use crate::fs::mkfs::mkfs;
+use crate::fs::mkfs::{mkfs, plan};
 use crate::fs::options::Options;
 
 /// Bytes at the start of a device that must be zero for it to count as unused: the places
@@ -124,14 +124,25 @@ pub fn probe(img: &Image) -> Result<Existing, AdminError> {
 
 /// Make a labfs on `path` with `opts`; `size` creates or extends a regular file first.
 /// Without `force`, an image that holds anything is refused. Returns the device made on.
+///
+/// A refused or failed mkfs leaves the path as it found it: the geometry is checked before
+/// a file is created or extended (mkfs.xfs also validates before it writes), and a file
+/// this call created is removed if making the filesystem on it fails.
 pub fn make(
     path: &Path,
     size: Option<u64>,
     opts: &Options,
     force: bool,
 ) -> Result<Arc<dyn BlockDev>, MkfsError> {
-    if size.is_none() && !path.exists() {
-        return Err(MkfsError::Missing(path.to_path_buf()));
+    let existed = path.exists();
+    match size {
+        None if !existed => return Err(MkfsError::Missing(path.to_path_buf())),
+        // With a size the device is exactly that long, whatever the file's length.
+        Some(s) => plan(s, opts).map(drop).map_err(|source| MkfsError::Make {
+            path: path.to_path_buf(),
+            source,
+        })?,
+        None => {}
     }
     let dev: Arc<dyn BlockDev> = Arc::new(
         FileDev::open(
@@ -143,8 +154,26 @@ pub fn make(
         )
         .map_err(MkfsError::Open)?,
     );
+    if let Err(e) = format_unless_used(path, &dev, opts, force) {
+        if !existed {
+            drop(dev);
+            // Best effort: the error that matters is the one returned.
+            let _ = std::fs::remove_file(path);
+        }
+        return Err(e);
+    }
+    Ok(dev)
+}
+
+/// Probe `dev` (unless `force`) and make the filesystem on it.
+fn format_unless_used(
+    path: &Path,
+    dev: &Arc<dyn BlockDev>,
+    opts: &Options,
+    force: bool,
+) -> Result<(), MkfsError> {
     if !force {
-        let found = probe(&Image::on_device(path, Arc::clone(&dev)))
+        let found = probe(&Image::on_device(path, Arc::clone(dev)))
             .map_err(|e| MkfsError::Probe(Box::new(e)))?;
         if found != Existing::Nothing {
             return Err(MkfsError::Refused {
@@ -153,9 +182,8 @@ pub fn make(
             });
         }
     }
-    mkfs(Arc::clone(&dev), opts).map_err(|source| MkfsError::Make {
+    mkfs(Arc::clone(dev), opts).map_err(|source| MkfsError::Make {
         path: path.to_path_buf(),
         source,
-    })?;
-    Ok(dev)
+    })
 }

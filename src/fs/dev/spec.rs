@@ -403,6 +403,21 @@ fn unit_reason(e: UnitError) -> String {
     e.to_string()
 }
 
+/// Why `n` bytes cannot be a whole labfs device (not whole 512-byte sectors, or under
+/// [`MIN_LABFS_SIZE`]), or `None` when they can: the check every size of a whole device
+/// given on a command line goes through (`--device mem:SIZE`, `labfs mkfs -s SIZE`).
+pub fn whole_device_size_problem(n: u64) -> Option<String> {
+    if !n.is_multiple_of(SECTOR_SIZE) {
+        return Some("not a multiple of 512".into());
+    }
+    (n < MIN_LABFS_SIZE).then(|| {
+        format!(
+            "smaller than the {} labfs needs",
+            format_size_iec(MIN_LABFS_SIZE)
+        )
+    })
+}
+
 /// Parse a device size (`mem:SIZE`, `size=SIZE`): a multiple of 512, at least
 /// [`MIN_LABFS_SIZE`] for a whole device, at least one 4 KiB block for a stripe member.
 fn device_size(
@@ -426,11 +441,8 @@ fn device_size(
             format_size_iec(MIN_DEVICE_SIZE)
         )));
     }
-    if !in_stripe && n < MIN_LABFS_SIZE {
-        return Err(bad(format!(
-            "smaller than the {} labfs needs",
-            format_size_iec(MIN_LABFS_SIZE)
-        )));
+    if !in_stripe && let Some(reason) = whole_device_size_problem(n) {
+        return Err(bad(reason));
     }
     if let Some(max) = max.filter(|&m| n > m) {
         return Err(bad(format!(
