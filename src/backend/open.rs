@@ -12,7 +12,7 @@
 //! file device is mounted as it is, and formatted only when it holds nothing (or with
 //! `--mkfs`), so files persist between runs as they would on a disk.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use thiserror::Error;
@@ -132,10 +132,32 @@ pub fn open(config: &BackendConfig) -> Result<OpenedBackend, OpenError> {
     match config {
         BackendConfig::Host => Ok(OpenedBackend::Host(Arc::new(HostTarget::new()))),
         BackendConfig::Lab(lab) => {
-            let device = dev::open(&lab.device)?;
-            let target =
-                LabTarget::new(device, &lab.options, lab.format()).map_err(OpenError::Mount)?;
-            Ok(OpenedBackend::Lab(Arc::new(target)))
+            // An image file this call creates is removed again if the device or the mount
+            // fails (an impossible `-o agcount=`, a bad second stripe member), so a refused
+            // run leaves nothing behind, as `labfs mkfs` does. The device creates files
+            // exclusively, so a file that appeared meanwhile is never one of these.
+            let created: Vec<PathBuf> = lab
+                .device
+                .file_paths()
+                .into_iter()
+                .filter(|p| !p.exists())
+                .map(Path::to_path_buf)
+                .collect();
+            let mounted = dev::open(&lab.device)
+                .map_err(OpenError::Device)
+                .and_then(|device| {
+                    LabTarget::new(device, &lab.options, lab.format()).map_err(OpenError::Mount)
+                });
+            match mounted {
+                Ok(target) => Ok(OpenedBackend::Lab(Arc::new(target))),
+                Err(e) => {
+                    for path in &created {
+                        // Best effort: the error that matters is the one returned.
+                        let _ = std::fs::remove_file(path);
+                    }
+                    Err(e)
+                }
+            }
         }
     }
 }
@@ -242,6 +264,44 @@ mod tests {
         assert_eq!(
             stripe(vec![m, MemberSpec::File(f)]).format(),
             Format::IfBlank
+        );
+    }
+
+    #[test]
+    fn a_failed_open_removes_the_image_files_it_created_and_only_those() {
+        let dir = tempfile::tempdir().expect("scratch");
+        let new = dir.path().join("new.img");
+        let old = dir.path().join("old.img");
+        std::fs::write(&old, b"someone's bytes").expect("a file of someone's");
+        let spec = |text: String| -> DeviceSpec { text.parse().expect("spec") };
+        let bad_geometry = LabConfig {
+            options: Options::parse("agcount=100").expect("options"),
+            ..LabConfig::new(spec(format!("file:{},size=8m", new.display())))
+        };
+        let err = open(&BackendConfig::Lab(bad_geometry))
+            .err()
+            .expect("100 groups do not fit 8 MiB");
+        assert!(err.to_string().contains("agcount too large"), "{err}");
+        assert!(
+            !new.exists(),
+            "the image made for the refused run was left behind"
+        );
+
+        // A stripe whose second member cannot be opened (a 15-byte file is no device): the
+        // member made for it goes, the file that was there stays as it was.
+        let stripe = spec(format!(
+            "stripe:2,file:{},size=4m,file:{}",
+            new.display(),
+            old.display()
+        ));
+        assert!(open(&BackendConfig::Lab(LabConfig::new(stripe))).is_err());
+        assert!(
+            !new.exists(),
+            "the stripe member made for the refused run was left behind"
+        );
+        assert_eq!(
+            std::fs::read(&old).expect("still there"),
+            b"someone's bytes"
         );
     }
 

@@ -142,7 +142,9 @@ impl FileDev {
         let mut oo = OpenOptions::new();
         oo.read(true).write(writable);
         if meta.is_none() {
-            oo.create(true);
+            // Exclusively: a file that appeared since the look above is someone's, and a
+            // caller that removes the files it created after a failure must never take it.
+            oo.create_new(true);
         }
         if opts.direct {
             oo.custom_flags(libc::O_DIRECT);

@@ -44,7 +44,7 @@
 //! Errors are one line naming the item that is wrong.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use thiserror::Error;
@@ -153,6 +153,28 @@ pub enum DeviceSpec {
 impl Default for DeviceSpec {
     fn default() -> Self {
         DeviceSpec::Mem(MemSpec::default())
+    }
+}
+
+impl DeviceSpec {
+    /// The files the device is made of (a `file:` device, or a stripe's file members), in
+    /// order, each once.
+    pub fn file_paths(&self) -> Vec<&Path> {
+        let mut paths: Vec<&Path> = match self {
+            DeviceSpec::Mem(_) => Vec::new(),
+            DeviceSpec::File(f) => vec![&f.path],
+            DeviceSpec::Stripe(s) => s
+                .members
+                .iter()
+                .filter_map(|m| match m {
+                    MemberSpec::File(f) => Some(f.path.as_path()),
+                    MemberSpec::Mem(_) => None,
+                })
+                .collect(),
+        };
+        let mut seen = std::collections::HashSet::new();
+        paths.retain(|p| seen.insert(*p));
+        paths
     }
 }
 
