@@ -106,6 +106,14 @@ fn missing_file_without_size_is_refused_with_a_hint() {
             path.display()
         )
     );
+    // A read-only open can never create the file, so it gets no hint to.
+    let msg = FileDev::open_read_only(&path)
+        .expect_err("a missing file opened")
+        .to_string();
+    assert_eq!(
+        msg,
+        format!("cannot use {} as a device: no such file", path.display())
+    );
     assert!(!path.exists());
 }
 

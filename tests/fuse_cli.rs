@@ -36,6 +36,8 @@ fn refusals_are_one_line_and_exit_2() {
     std::fs::create_dir(&mnt).unwrap();
     let junk = dir.path().join("junk.img");
     std::fs::write(&junk, vec![0x5a; 4 << 20]).unwrap();
+    let missing = dir.path().join("missing.img");
+    let dev_missing = std::ffi::OsString::from(format!("file:{}", missing.display()));
     let cases: Vec<(Vec<&std::ffi::OsStr>, &str)> = vec![
         // The background mount's daemon fails before mounting: its line is the only one.
         (
@@ -47,6 +49,23 @@ fn refusals_are_one_line_and_exit_2() {
             "not a directory",
         ),
         (vec!["mount".as_ref(), mnt.as_os_str()], "what to mount"),
+        (
+            vec!["mount".as_ref(), missing.as_os_str(), mnt.as_os_str()],
+            "missing.img: no such file (labfs mkfs IMAGE -s SIZE makes one)",
+        ),
+        (
+            vec![
+                "mount".as_ref(),
+                "--device".as_ref(),
+                dev_missing.as_os_str(),
+                mnt.as_os_str(),
+            ],
+            "cannot use",
+        ),
+        (
+            vec!["mount".as_ref(), mnt.as_os_str(), mnt.as_os_str()],
+            "not a regular file or a block device",
+        ),
         (
             vec![
                 "mount".as_ref(),

@@ -93,8 +93,11 @@ pub enum MountError {
     /// The mountpoint is not a directory.
     #[error("{}: not a directory", .0.display())]
     NotADirectory(PathBuf),
-    /// The device could not be opened.
-    #[error("--device: {0}")]
+    /// The IMAGE named on the command line does not exist.
+    #[error("{}: no such file (labfs mkfs IMAGE -s SIZE makes one)", .0.display())]
+    NoImage(PathBuf),
+    /// The device could not be opened (its message names the path).
+    #[error("{0}")]
     Device(#[from] DevError),
     /// The device holds no labfs (or a damaged one).
     #[error("{device}: {source}")]
@@ -136,6 +139,10 @@ impl MountError {
             | MountError::Option(_)
             | MountError::NotADirectory(_)
             | MountError::NotMounted(_)
+            | MountError::NoImage(_)
+            // A path that cannot be used as a device is the command line's fault, as for
+            // `labfs check` and `info`; a failed read or write is not.
+            | MountError::Device(DevError::Open { .. } | DevError::Config(_))
             | MountError::NoLabfs { .. } => ExitStatus::Usage,
             MountError::DaemonFailed(status) => *status,
             _ => ExitStatus::Failure,
@@ -181,6 +188,13 @@ pub fn mount(args: &MountArgs) -> Result<(), MountError> {
     let options = Options::parse(&rest)?;
     if !mountpoint.is_dir() {
         return Err(MountError::NotADirectory(mountpoint.to_path_buf()));
+    }
+    if let DeviceSpec::File(f) = &device
+        && args.device.is_none()
+        && !f.path.exists()
+    {
+        // Said here, not by the device, whose wording is for --device specs.
+        return Err(MountError::NoImage(f.path.clone()));
     }
     if !args.foreground && !args.daemon_child {
         return spawn_daemon();

@@ -134,9 +134,12 @@ impl FileDev {
                 return Err(refuse("not a regular file or a block device".to_string()));
             }
         } else if opts.size.is_none() {
-            return Err(refuse(
-                "no such file (add size=SIZE to create it)".to_string(),
-            ));
+            // Only a writable open can create the file, so only it gets the hint.
+            return Err(refuse(if writable {
+                "no such file (add size=SIZE to create it)".to_string()
+            } else {
+                "no such file".to_string()
+            }));
         }
 
         let mut oo = OpenOptions::new();
