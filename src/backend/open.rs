@@ -12,7 +12,7 @@
 //! file device is mounted as it is, and formatted only when it holds nothing (or with
 //! `--mkfs`), so files persist between runs as they would on a disk.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use thiserror::Error;
@@ -20,6 +20,7 @@ use thiserror::Error;
 use super::host::HostTarget;
 use super::lab::{Format, LabTarget};
 use super::{Target, TargetError, mkdir_parents};
+use crate::fs::dev::file::NewFiles;
 use crate::fs::dev::spec::{DeviceSpec, MemberSpec};
 use crate::fs::dev::{self, DevError};
 use crate::fs::options::Options;
@@ -134,15 +135,8 @@ pub fn open(config: &BackendConfig) -> Result<OpenedBackend, OpenError> {
         BackendConfig::Lab(lab) => {
             // An image file this call creates is removed again if the device or the mount
             // fails (an impossible `-o agcount=`, a bad second stripe member), so a refused
-            // run leaves nothing behind, as `labfs mkfs` does. The device creates files
-            // exclusively, so a file that appeared meanwhile is never one of these.
-            let created: Vec<PathBuf> = lab
-                .device
-                .file_paths()
-                .into_iter()
-                .filter(|p| !p.exists())
-                .map(Path::to_path_buf)
-                .collect();
+            // run leaves nothing behind, as `labfs mkfs` does.
+            let created = NewFiles::among(lab.device.file_paths());
             let mounted = dev::open(&lab.device)
                 .map_err(OpenError::Device)
                 .and_then(|device| {
@@ -151,10 +145,7 @@ pub fn open(config: &BackendConfig) -> Result<OpenedBackend, OpenError> {
             match mounted {
                 Ok(target) => Ok(OpenedBackend::Lab(Arc::new(target))),
                 Err(e) => {
-                    for path in &created {
-                        // Best effort: the error that matters is the one returned.
-                        let _ = std::fs::remove_file(path);
-                    }
+                    created.remove();
                     Err(e)
                 }
             }

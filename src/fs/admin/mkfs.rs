@@ -14,7 +14,7 @@ use thiserror::Error;
 
 use super::AdminError;
 use super::image::Image;
-use crate::fs::dev::file::FileOptions;
+use crate::fs::dev::file::{FileOptions, NewFiles};
 use crate::fs::dev::{BlockDev, DevError, FileDev};
 use crate::fs::error::FsError;
 use crate::fs::format::Daddr;
@@ -94,6 +94,16 @@ pub enum MkfsError {
     },
 }
 
+impl MkfsError {
+    /// Making the filesystem on `path` failed.
+    fn making(path: &Path, source: FsError) -> MkfsError {
+        MkfsError::Make {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
 /// What `img` holds.
 pub fn probe(img: &Image) -> Result<Existing, AdminError> {
     match img.geometry() {
@@ -134,16 +144,15 @@ pub fn make(
     opts: &Options,
     force: bool,
 ) -> Result<Arc<dyn BlockDev>, MkfsError> {
-    let existed = path.exists();
     match size {
-        None if !existed => return Err(MkfsError::Missing(path.to_path_buf())),
+        None if !path.exists() => return Err(MkfsError::Missing(path.to_path_buf())),
         // With a size the device is exactly that long, whatever the file's length.
-        Some(s) => plan(s, opts).map(drop).map_err(|source| MkfsError::Make {
-            path: path.to_path_buf(),
-            source,
-        })?,
+        Some(s) => plan(s, opts)
+            .map(drop)
+            .map_err(|source| MkfsError::making(path, source))?,
         None => {}
     }
+    let created = NewFiles::among([path]);
     let dev: Arc<dyn BlockDev> = Arc::new(
         FileDev::open(
             path,
@@ -155,11 +164,8 @@ pub fn make(
         .map_err(MkfsError::Open)?,
     );
     if let Err(e) = format_unless_used(path, &dev, opts, force) {
-        if !existed {
-            drop(dev);
-            // Best effort: the error that matters is the one returned.
-            let _ = std::fs::remove_file(path);
-        }
+        drop(dev);
+        created.remove();
         return Err(e);
     }
     Ok(dev)
@@ -182,8 +188,5 @@ fn format_unless_used(
             });
         }
     }
-    mkfs(Arc::clone(dev), opts).map_err(|source| MkfsError::Make {
-        path: path.to_path_buf(),
-        source,
-    })
+    mkfs(Arc::clone(dev), opts).map_err(|source| MkfsError::making(path, source))
 }

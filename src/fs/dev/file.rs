@@ -35,6 +35,33 @@ use crate::units::format_size_iec;
 /// Alignment of `O_DIRECT` bounce buffers: a page, which satisfies every logical block size.
 const DIRECT_ALIGN: usize = 4096;
 
+/// The image files among some paths that do not exist yet: the ones an open will create
+/// (exclusively, so never a file that appears meanwhile), noted before the open so that a
+/// tool whose mkfs or mount then fails can remove them and leave nothing behind.
+#[derive(Debug)]
+pub struct NewFiles(Vec<PathBuf>);
+
+impl NewFiles {
+    /// Note which of `paths` do not exist now.
+    pub fn among<'a>(paths: impl IntoIterator<Item = &'a Path>) -> NewFiles {
+        NewFiles(
+            paths
+                .into_iter()
+                .filter(|p| !p.exists())
+                .map(Path::to_path_buf)
+                .collect(),
+        )
+    }
+
+    /// Remove them (after the failure, with the device closed). Best effort: the failure is
+    /// what the caller reports.
+    pub fn remove(self) {
+        for path in &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 /// How to open a file device (the `size=` and `direct` options of `file:`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FileOptions {
