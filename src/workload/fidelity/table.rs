@@ -129,12 +129,27 @@ const NO_ATTR_FORK: &str = "the fixtures' kernel runs with a security module, so
      (within 2x there) but not in s1-64k, s2, s3 and s4, where the kernel compares 0.03-0.06 \
      and moves 0.04-0.05 records per file and labfs none";
 
+/// The fixture with one thread making and removing 20,000 empty files.
+const S0: &str = "s0-n20000";
+
+const S0_CHUNK_FREE_ORDER: &str = "the removes free 660 inode chunks on both sides, but labfs \
+     merges fewer of them into a free neighbour (abtb2 insrec 0.009-0.010 per file against the \
+     kernel's 0.007), so more records sit in the by-block leaves and each insert moves more of \
+     them. How many merge follows the order the chunks are freed in, which follows where labfs's \
+     inodegc batches end (the worker's 1 ms timer against the inline throttle), and that varies \
+     from run to run even with the process pinned to one CPU. Measured 2026-12-05 on a 2-core \
+     VM: kernel 6.18 (this fixture's setup, 4 runs idle and 6 beside two CPU-bound processes) \
+     abtb2 moves 0.115-0.148 per file; labfs 0.164-0.283 (13 runs, idle, loaded and pinned): the 2x \
+     band failed one of that day's four suite runs. To close: free the chunks in the kernel's \
+     order";
+
 /// Fields not held to the band, with the reason for each (every other field is).
 pub static RULES: &[FieldRule] = &[
     field_rule("push_ail", "pushes", Rule::Exception(AIL_TIMER)),
     field_rule("attr", "get", Rule::Exception(NO_XATTRS)),
     field_rule("bmbt2", "compare", Rule::Exception(NO_ATTR_FORK)),
     field_rule("bmbt2", "moves", Rule::Exception(NO_ATTR_FORK)),
+    fixture_rule(S0, "abtb2", "moves", Rule::Gap(S0_CHUNK_FREE_ORDER)),
     fixture_rule(
         TWO_THREADS,
         "abtb2",
