@@ -156,7 +156,7 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod xfs;
 
 use clap::Parser;
-use fslab::backend::open::{BackendConfig, LabConfig, open};
+use fslab::backend::open::{BackendConfig, LabConfig, OpenedBackend, open};
 use fslab::cli::fsmark::FsmarkArgs;
 use fslab::fs::dev::spec::{DeviceSpec, MemSpec};
 use fslab::fs::options::Options;
@@ -197,6 +197,17 @@ fn workload(dir: &Path, per_loop: u32, loops: u32) -> fsmark::Config {
     args.to_config().expect("valid fs_mark arguments").0
 }
 
+/// Run `config` on `opened` with the fs_mark engine, reporting nothing.
+fn run_silent(opened: &OpenedBackend, config: &fsmark::Config) -> fsmark::RunOutcome {
+    let target = opened.target();
+    let env = RunEnv {
+        target: target.as_ref(),
+        clock: &SystemClock,
+        interrupt: None,
+    };
+    fsmark::run(&env, config, &mut fsmark::Silent).expect("the fs_mark run")
+}
+
 /// The same size on a fresh kernel XFS in this process: prints one `RESULT` line (files,
 /// last loop's files/sec) for the parent, or exits 3 with the reason the machine cannot
 /// make an XFS.
@@ -213,13 +224,7 @@ fn one_xfs(per_loop: u32, loops: u32) {
     };
     let config = workload(&m.path().join("d"), per_loop, loops);
     let opened = open(&BackendConfig::Host).expect("host backend");
-    let target = opened.target();
-    let env = RunEnv {
-        target: target.as_ref(),
-        clock: &SystemClock,
-        interrupt: None,
-    };
-    let outcome = fsmark::run(&env, &config, &mut fsmark::Silent).expect("run on XFS");
+    let outcome = run_silent(&opened, &config);
     let last = *outcome.rates.last().expect("a loop") as f64;
     println!("RESULT {files} {last:.1}");
 }
@@ -245,14 +250,8 @@ fn one(per_loop: u32, loops: u32) {
     opened
         .create_parents(std::slice::from_ref(&dir))
         .expect("parents");
-    let target = opened.target();
-    let env = RunEnv {
-        target: target.as_ref(),
-        clock: &SystemClock,
-        interrupt: None,
-    };
     let (user0, sys0, faults0) = cpu_usage();
-    let outcome = fsmark::run(&env, &config, &mut fsmark::Silent).expect("run");
+    let outcome = run_silent(&opened, &config);
     let (user1, sys1, faults1) = cpu_usage();
     let (user, sys, faults) = (user1 - user0, sys1 - sys0, faults1 - faults0);
     let cpu = user + sys;
@@ -278,7 +277,6 @@ fn one(per_loop: u32, loops: u32) {
         faults,
         sys * 1e6 / faults.max(1) as f64
     );
-    drop(target);
     opened.finish().expect("unmount");
 }
 
