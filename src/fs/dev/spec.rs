@@ -158,9 +158,9 @@ impl Default for DeviceSpec {
 
 impl DeviceSpec {
     /// The files the device is made of (a `file:` device, or a stripe's file members), in
-    /// order, each once.
+    /// order (a member repeated in the stripe is listed each time).
     pub fn file_paths(&self) -> Vec<&Path> {
-        let mut paths: Vec<&Path> = match self {
+        match self {
             DeviceSpec::Mem(_) => Vec::new(),
             DeviceSpec::File(f) => vec![&f.path],
             DeviceSpec::Stripe(s) => s
@@ -171,10 +171,7 @@ impl DeviceSpec {
                     MemberSpec::Mem(_) => None,
                 })
                 .collect(),
-        };
-        let mut seen = std::collections::HashSet::new();
-        paths.retain(|p| seen.insert(*p));
-        paths
+        }
     }
 }
 
